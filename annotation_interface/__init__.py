@@ -1,0 +1,1 @@
+"""annotation_interface package (see docs in the README)."""

@@ -1,0 +1,1 @@
+"""graphtrace package (see docs in the README)."""

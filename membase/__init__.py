@@ -1,0 +1,1 @@
+"""membase package (see docs in the README)."""

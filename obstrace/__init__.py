@@ -1,0 +1,1 @@
+"""obstrace package (see docs in the README)."""

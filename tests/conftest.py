@@ -1,0 +1,79 @@
+"""Session-wide guards: no test reaches the network, the home directory or a real LLM API.
+
+Loopback connections stay allowed so that integration tests can talk to servers they start
+themselves (the llama.cpp server fixture binds 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_SANDBOX = Path(tempfile.mkdtemp(prefix="memtrace-tests-"))
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ["MEM0_DIR"] = str(_SANDBOX / "mem0")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["POSTHOG_DISABLED"] = "1"
+for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+    os.environ.pop(key, None)
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+FIXTURES_DIR = SHARED / "fixtures" / "smartcomment-0.1.2"
+LOCOMO_PATH = SHARED / "data" / "locomo" / "locomo10.json"
+
+
+class NetworkAccessError(RuntimeError):
+    """Raised when a test tries to open a connection that leaves this machine."""
+
+
+def _is_local(address) -> bool:
+    if not isinstance(address, tuple):
+        return True  # AF_UNIX paths
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name would need DNS: refuse it
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _guarded_connect(self, address):
+    if not _is_local(address):
+        raise NetworkAccessError(f"tests may not open network connections (tried {address!r})")
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self, address):
+    if not _is_local(address):
+        raise NetworkAccessError(f"tests may not open network connections (tried {address!r})")
+    return _real_connect_ex(self, address)
+
+
+socket.socket.connect = _guarded_connect
+socket.socket.connect_ex = _guarded_connect_ex
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES_DIR.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES_DIR}")
+    return FIXTURES_DIR
+
+
+@pytest.fixture(scope="session")
+def locomo_path() -> Path:
+    if not LOCOMO_PATH.is_file():
+        pytest.skip(f"LoCoMo data not found at {LOCOMO_PATH}")
+    return LOCOMO_PATH

@@ -1,0 +1,1 @@
+"""toolkits package (see docs in the README)."""
