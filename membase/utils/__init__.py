@@ -1,0 +1,1 @@
+"""Small utilities: atomic JSON writes, token counting, monkey patching."""
