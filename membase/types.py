@@ -154,6 +154,8 @@ class MemoryDataset(BaseModel):
     name: str = "dataset"
     trajectories: list[Trajectory]
     qa_pair_lists: list[list[QuestionAnswerPair]]
+    issues: list[str] = Field(default_factory=list)
+    """Non-fatal problems found while loading (e.g. malformed evidence ids)."""
 
     @model_validator(mode="after")
     def _same_length(self) -> MemoryDataset:
@@ -181,6 +183,7 @@ class MemoryDataset(BaseModel):
             name=self.name,
             trajectories=self.trajectories[start:end],
             qa_pair_lists=self.qa_pair_lists[start:end],
+            issues=list(self.issues),
         )
 
     def sample(
