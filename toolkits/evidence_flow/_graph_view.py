@@ -1,0 +1,188 @@
+"""A read-only index over one execution graph, built once and shared by all of its cases.
+
+It accepts a smartcomment ``ExecNetwork`` (anything with ``get_all_nodes/edges/operations``)
+or the exported JSON dict itself, so the attributor does not care where the graph came from.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EdgeRec", "GraphView", "NodeRec", "OpRec", "split_full_node_id"]
+
+#: Op categories that belong to answering a question, not to building memory.
+QUERY_TIME_OP_CATEGORIES = frozenset({"retrieval", "evaluation"})
+
+
+def split_full_node_id(full_node_id: str) -> tuple[str, int | None]:
+    """Split ``name@version`` on the last ``@`` (names may contain ``:`` and ``@``)."""
+    head, sep, tail = full_node_id.rpartition("@")
+    if sep and tail.isdigit():
+        return head, int(tail)
+    return full_node_id, None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeRec:
+    """One variable version."""
+
+    full_node_id: str
+    full_name: str
+    name: str
+    version: int
+    value: str
+    category: str
+    class_name: str | None
+    created_at: str
+    metadata: dict[str, Any]
+    order: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EdgeRec:
+    """One edge of an operation."""
+
+    edge_id: str
+    source: str
+    target: str
+    op_id: str
+    category: str | None
+    created_at: str
+    order: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpRec:
+    """One operation."""
+
+    op_id: str
+    op_name: str | None
+    category: str | None
+    created_at: str
+    session_id: str | None
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+class GraphView:
+    """Indexes of one graph: nodes by id and by full name, edges by node and by op, ops."""
+
+    def __init__(self, nodes: list[Any], edges: list[Any], ops: list[Any]) -> None:
+        """Build the indexes from node/edge/op records (handles or export dicts)."""
+        self.nodes: dict[str, NodeRec] = {}
+        self.versions: dict[str, list[NodeRec]] = defaultdict(list)
+        for i, raw in enumerate(nodes):
+            full_node_id = _get(raw, "full_node_id")
+            full_name = _get(raw, "full_name") or split_full_node_id(full_node_id)[0]
+            rec = NodeRec(
+                full_node_id=full_node_id,
+                full_name=full_name,
+                name=_get(raw, "name") or full_name,
+                version=int(_get(raw, "version") or split_full_node_id(full_node_id)[1] or 1),
+                value=str(_get(raw, "value") if _get(raw, "raw_value") is None else _get(raw, "raw_value")),
+                category=_get(raw, "category") or "variable",
+                class_name=_get(raw, "class_name"),
+                created_at=_get(raw, "created_at") or "",
+                metadata=dict(_get(raw, "metadata") or {}),
+                order=i,
+            )
+            self.nodes[full_node_id] = rec
+            self.versions[full_name].append(rec)
+        self.ops: dict[str, OpRec] = {}
+        for raw in ops:
+            op_id = _get(raw, "op_id")
+            self.ops[op_id] = OpRec(
+                op_id=op_id,
+                op_name=_get(raw, "op_name"),
+                category=_get(raw, "category"),
+                created_at=_get(raw, "created_at") or "",
+                session_id=_get(raw, "session_id"),
+            )
+        self.edges: list[EdgeRec] = []
+        self.out_edges: dict[str, list[EdgeRec]] = defaultdict(list)
+        self.in_edges: dict[str, list[EdgeRec]] = defaultdict(list)
+        self.op_edges: dict[str, list[EdgeRec]] = defaultdict(list)
+        for i, raw in enumerate(edges):
+            rec = EdgeRec(
+                edge_id=_get(raw, "edge_id"),
+                source=_get(raw, "source_full_node_id"),
+                target=_get(raw, "target_full_node_id"),
+                op_id=_get(raw, "op_id"),
+                category=_get(raw, "category"),
+                created_at=_get(raw, "created_at") or "",
+                order=i,
+            )
+            self.edges.append(rec)
+            self.out_edges[rec.source].append(rec)
+            self.in_edges[rec.target].append(rec)
+            self.op_edges[rec.op_id].append(rec)
+        self.edges.sort(key=lambda e: (e.created_at, e.order))
+        for bucket in (self.out_edges, self.in_edges, self.op_edges):
+            for lst in bucket.values():
+                lst.sort(key=lambda e: (e.created_at, e.order))
+        for lst in self.versions.values():
+            lst.sort(key=lambda n: (n.version, n.order))
+
+    @classmethod
+    def build(cls, graph: Any) -> GraphView:
+        """Index an ``ExecNetwork`` or an exported graph dict.
+
+        Raises:
+            TypeError: if ``graph`` is neither.
+        """
+        if isinstance(graph, dict):
+            data = graph.get("data", graph)
+            return cls(data.get("nodes", []), data.get("edges", []), data.get("operations", []))
+        if hasattr(graph, "get_all_nodes") and hasattr(graph, "get_all_edges"):
+            return cls(graph.get_all_nodes(), graph.get_all_edges(), graph.get_all_operations())
+        raise TypeError(
+            f"evidence_flow needs an ExecNetwork or an exported graph dict, got {type(graph).__name__!r}"
+        )
+
+    # ----------------------------------------------------------------- lookups
+    def resolve(self, node_id: str) -> NodeRec | None:
+        """Return the node with this full node id, else the latest version of this full name."""
+        rec = self.nodes.get(node_id)
+        if rec is not None:
+            return rec
+        name, _ = split_full_node_id(node_id)
+        versions = self.versions.get(node_id) or self.versions.get(name)
+        if versions:
+            # "latest" = last inserted, as smartcomment's get_latest_variable defines it
+            return max(versions, key=lambda n: n.order)
+        return None
+
+    def op_category(self, op_id: str) -> str | None:
+        """Return the category of an op (None if unknown)."""
+        op = self.ops.get(op_id)
+        return op.category if op else None
+
+    def op_name(self, op_id: str) -> str | None:
+        """Return the name of an op (None if unknown or unnamed)."""
+        op = self.ops.get(op_id)
+        return op.op_name if op else None
+
+    def is_query_time_op(self, op_id: str) -> bool:
+        """Return True for retrieval/evaluation ops (they do not build memory)."""
+        return self.op_category(op_id) in QUERY_TIME_OP_CATEGORIES
+
+
+def is_memory_unit(node: NodeRec) -> bool:
+    """Memory units: category ``memory_entry`` or a ``memory-unit`` name."""
+    return node.category == "memory_entry" or node.name.startswith("memory-unit")
+
+
+def is_message(node: NodeRec) -> bool:
+    """Conversation messages: category ``message`` without a class name."""
+    return node.category == "message" and not node.class_name
+
+
+def is_delete_marker(node: NodeRec) -> bool:
+    """Nodes that mark an explicit deletion of their source unit."""
+    return node.category == "marker" or node.name.startswith("delete_marker")

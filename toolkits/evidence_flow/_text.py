@@ -1,0 +1,252 @@
+"""Measuring whether a piece of text still carries the critical information.
+
+Presence is *measured*, never guessed: both sides are normalised (lower case, punctuation
+dropped, stop words removed, a light plural/possessive stem) and compared as token sets. The
+score of a text against a probe is the **recall of the probe's tokens in the text**
+(``|probe ∩ text| / |probe|``); the information counts as present when the score reaches a
+threshold (:data:`DEFAULT_ANSWER_THRESHOLD` for golden-answer probes,
+:data:`DEFAULT_EVIDENCE_THRESHOLD` for evidence-content probes). An optional embedder adds a
+cosine-similarity test as a second way to pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "DEFAULT_ANSWER_THRESHOLD",
+    "DEFAULT_EMBEDDING_THRESHOLD",
+    "DEFAULT_EVIDENCE_THRESHOLD",
+    "Probe",
+    "content_tokens",
+    "decode_value",
+    "memory_text",
+    "message_text",
+    "token_recall",
+]
+
+#: Share of the golden answer's content tokens a text must contain to carry the answer.
+#: 0.75 means: 1 of 1, 2 of 2, 3 of 3, 3 of 4, 4 of 5 … tokens (a changed day in
+#: "7 May 2023" is a loss, a dropped article is not).
+DEFAULT_ANSWER_THRESHOLD = 0.75
+#: Share of the evidence message's content tokens a text must contain when the golden answer
+#: does not occur in the evidence itself (inferred answers, e.g. dates from "yesterday").
+DEFAULT_EVIDENCE_THRESHOLD = 0.5
+#: Cosine similarity that also counts as presence when an embedder is given.
+DEFAULT_EMBEDDING_THRESHOLD = 0.8
+
+# Closed-class English words that carry no fact. Month names, numbers and modal-looking
+# nouns ("may") are deliberately absent: dates are answers.
+_STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve also yes yeah oh hey hi wow really thanks thank""".split()
+)
+
+_TOKEN_RE = re.compile(r"[0-9a-z]+")
+_MEM0_SUFFIX = "\nBelow is this message's metadata:"
+# Fields of a memory-unit JSON value that are bookkeeping, not memory content: raw copies of
+# the source messages would make every unit "carry" everything it was built from.
+_NON_CONTENT_KEYS = frozenset(
+    {
+        "id",
+        "event_id",
+        "hash",
+        "timestamp",
+        "created_at",
+        "updated_at",
+        "user_id",
+        "original_data",
+        "raw_messages",
+        "metadata",
+        "score",
+        "namespace",
+        "key",
+    }
+)
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def content_tokens(text: str) -> frozenset[str]:
+    """Return the normalised content tokens of ``text``.
+
+    Args:
+        text: any text.
+
+    Returns:
+        Lower-cased alphanumeric tokens without stop words, lightly stemmed; numbers are kept
+        without leading zeros so that ``"05"`` and ``"5"`` match.
+    """
+    tokens = set()
+    for raw in _TOKEN_RE.findall(text.lower()):
+        if raw in _STOP_WORDS:
+            continue
+        if raw.isdigit():
+            tokens.add(raw.lstrip("0") or "0")
+            continue
+        tokens.add(_stem(raw))
+    return frozenset(tokens)
+
+
+def token_recall(probe: Iterable[str], tokens: Iterable[str]) -> float:
+    """Return the share of ``probe`` tokens found in ``tokens`` (0.0 for an empty probe)."""
+    probe_set = set(probe)
+    if not probe_set:
+        return 0.0
+    return len(probe_set & set(tokens)) / len(probe_set)
+
+
+def decode_value(raw: str) -> Any:
+    """Decode a stored graph value: JSON first, then a Python literal (repr-encoded strings).
+
+    Args:
+        raw: the node's raw string value.
+
+    Returns:
+        The decoded object, or ``raw`` itself when it is neither JSON nor a literal.
+    """
+    text = raw.strip()
+    if not text:
+        return raw
+    if text[0] in "{[\"" or text[0].isdigit() or text in ("true", "false", "null"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    if text[0] in "'\"[{(" or text.startswith(("u'", "b'")):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return raw
+
+
+def _flatten(value: Any, *, skip_keys: frozenset[str]) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bool | int | float):
+        return [str(value)]
+    if isinstance(value, dict):
+        parts: list[str] = []
+        for key, item in value.items():
+            if str(key) in skip_keys:
+                continue
+            parts.extend(_flatten(item, skip_keys=skip_keys))
+        return parts
+    if isinstance(value, list | tuple):
+        parts = []
+        for item in value:
+            parts.extend(_flatten(item, skip_keys=skip_keys))
+        return parts
+    return [str(value)]
+
+
+def memory_text(raw: str, *, unit: bool = True) -> str:
+    """Return the content of a memory-unit (or, with ``unit=False``, any intermediate) value.
+
+    For memory units, JSON objects contribute every string field except bookkeeping fields
+    (ids, timestamps, raw copies of the source messages), because only the remaining fields
+    are what retrieval hands to the answer model. Intermediates (buffers, memcells, prompts)
+    contribute all their fields: information flows *through* them.
+    """
+    decoded = decode_value(raw)
+    if isinstance(decoded, str):
+        return decoded
+    return "\n".join(_flatten(decoded, skip_keys=_NON_CONTENT_KEYS if unit else frozenset()))
+
+
+def message_text(raw: str) -> str:
+    """Return what a message node says: its ``content`` field without Mem0's metadata suffix."""
+    decoded = decode_value(raw)
+    if isinstance(decoded, dict) and isinstance(decoded.get("content"), str):
+        content = decoded["content"]
+    elif isinstance(decoded, str):
+        content = decoded
+    else:
+        content = "\n".join(_flatten(decoded, skip_keys=frozenset()))
+    cut = content.find(_MEM0_SUFFIX)
+    return content if cut < 0 else content[:cut]
+
+
+class Embedder(Protocol):
+    """The subset of ``membase.clients.embeddings.Embedder`` used here."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text."""
+        ...
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+@dataclass(kw_only=True)
+class Probe:
+    """The critical information of one failed case and the rule that detects it in a text."""
+
+    answer_tokens: frozenset[str]
+    """Content tokens of the golden answer."""
+    evidence_tokens: frozenset[str]
+    """Content tokens of the source-evidence messages that carry the information."""
+    mode: str
+    """``"answer"`` when the golden answer occurs in the evidence, else ``"evidence"``."""
+    answer_threshold: float = DEFAULT_ANSWER_THRESHOLD
+    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD
+    embedder: Embedder | None = None
+    embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD
+    probe_text: str = ""
+    """Text embedded for the optional similarity test."""
+    _cache: dict[str, float] = field(default_factory=dict, repr=False)
+    _probe_vector: list[float] | None = field(default=None, repr=False)
+
+    def score(self, text: str) -> float:
+        """Return how strongly ``text`` carries the information, normalised so 1.0 = threshold.
+
+        Values ≥ 1.0 mean present. The score is the larger of the answer-token recall (answer
+        mode and evidence mode alike) and, in evidence mode, the evidence-token recall, each
+        divided by its threshold; the embedding test, if any, can only raise it.
+        """
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        tokens = content_tokens(text)
+        best = 0.0
+        if self.answer_tokens:
+            best = token_recall(self.answer_tokens, tokens) / self.answer_threshold
+        if self.mode == "evidence" and self.evidence_tokens:
+            best = max(best, token_recall(self.evidence_tokens, tokens) / self.evidence_threshold)
+        if best < 1.0 and self.embedder is not None and text.strip() and self.probe_text:
+            if self._probe_vector is None:
+                self._probe_vector = self.embedder.embed([self.probe_text])[0]
+            similarity = _cosine(self._probe_vector, self.embedder.embed([text])[0])
+            if similarity >= self.embedding_threshold:
+                best = max(best, 1.0)
+        self._cache[text] = best
+        return best
+
+    def present(self, text: str) -> bool:
+        """Return True when ``text`` carries the information."""
+        return self.score(text) >= 1.0
