@@ -1,0 +1,99 @@
+"""Adapters from :class:`toolkits.strategies.StrategyContext` to each package's case entry point.
+
+Each adapter imports its package on first call, so a missing optional package only fails the
+strategy that needs it (as a recorded per-case failure, with the package named).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolkits.metrics import ERROR_TYPES
+from toolkits.strategies import StrategyContext
+
+__all__ = ["evidence_flow", "graph_search", "long_context", "operation_block_search"]
+
+
+async def graph_search(ctx: StrategyContext) -> Any:
+    """The graph-search agent of :mod:`graphtrace`."""
+    from graphtrace.attribution import attribute_case_graph_search
+
+    cfg = ctx.config
+    return await attribute_case_graph_search(
+        ctx.graph,
+        ctx.case,
+        model=ctx.build_model(),
+        evidence_ids=ctx.evidence_ids,
+        evidence_is_pseudo=ctx.evidence_is_pseudo,
+        memory_system=ctx.memory_system,
+        custom_prior_knowledge=ctx.custom_prior_knowledge,
+        max_trace_nodes=cfg.max_trace_nodes,
+        max_iters=cfg.max_iters,
+        context_window=cfg.context_window,
+        max_context_limit=cfg.max_context_limit,
+        keep_recent=cfg.keep_recent,
+        timeout=ctx.timeout,
+    )
+
+
+async def operation_block_search(ctx: StrategyContext) -> Any:
+    """The flat-log (OBS) agent of :mod:`obstrace`."""
+    from obstrace.agent import attribute_case_obs
+
+    cfg = ctx.config
+    return await attribute_case_obs(
+        ctx.graph,
+        ctx.case,
+        model=ctx.build_model(),
+        evidence_nodes=ctx.evidence_ids,
+        max_iters=cfg.max_iters,
+        context_window=cfg.context_window,
+        keep_recent=cfg.keep_recent,
+        timeout=ctx.timeout,
+    )
+
+
+async def long_context(ctx: StrategyContext) -> Any:
+    """The long-context baseline of :mod:`obstrace` (whole flattened trace in one prompt)."""
+    from obstrace.long_context import attribute_case_long_context
+
+    cfg = ctx.config
+    return await attribute_case_long_context(
+        ctx.graph,
+        ctx.case,
+        model=ctx.build_model(),
+        evidence_nodes=ctx.evidence_ids,
+        max_iters=cfg.max_iters,
+        full_log_token_limit=cfg.full_log_token_limit,
+        timeout=ctx.timeout,
+    )
+
+
+class _Outcome:
+    """Minimal outcome for strategies that return plain dicts."""
+
+    def __init__(self, prediction: dict[str, str] | None, failure: str | None) -> None:
+        self.prediction = prediction
+        self.failure = failure
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+
+
+def evidence_flow(ctx: StrategyContext) -> Any:
+    """The no-LLM attributor (:mod:`toolkits.evidence_flow`); runs in a worker thread.
+
+    A result with a known error type is a prediction (its op id may be empty when the flow
+    could name the stage but not the operation); anything else is a failure carrying the
+    attributor's status and reason.
+    """
+    from toolkits.evidence_flow import attribute_case_evidence_flow
+
+    result = attribute_case_evidence_flow(ctx.graph, ctx.case, ctx.evidence_ids)
+    if hasattr(result, "prediction"):
+        return result
+    error_type = result.get("error_type")
+    if error_type in ERROR_TYPES:
+        return _Outcome(
+            {"error_type": error_type, "op_id": result.get("op_id") or "", "reason": str(result.get("reason", ""))},
+            None,
+        )
+    return _Outcome(None, f"evidence_flow {result.get('status', 'failed')}: {result.get('reason', '')}")

@@ -1,0 +1,532 @@
+"""Evidence retrieval over the message nodes of an execution graph (spec-attribution §5.6).
+
+When a benchmark case comes without annotated evidence, the attribution agents start from
+*pseudo* source evidence: the messages most similar to the failed question (optionally with
+its golden answer or the wrong prediction). :class:`DocumentRetriever` ranks documents three
+ways:
+
+* ``sparse`` — BM25 (``rank_bm25.BM25Okapi``, k1 1.5, b 0.75) over tokens from a tokenizer
+  (:func:`unicode_tokenize` by default; :func:`ascii_tokenize` reproduces the reference);
+* ``dense`` — cosine similarity of embeddings held in a qdrant local-mode collection;
+* ``hybrid`` — reciprocal-rank fusion (``k = 60``) of the top ``limit × candidate_multiplier``
+  of both lists.
+
+A retriever is built once per graph (:class:`GraphRetrieverPool`) and reused by every case of
+that graph; embeddings go through :class:`toolkits._embeddings.CachedEmbedder`, so a rerun does
+not embed a message twice.
+
+The settings of the reference (ASCII tokens, the raw JSON value as document text, zero-score
+BM25 documents allowed into the fused list) are :data:`REFERENCE_SETTINGS`; ours differ where
+``benchmarks/retrieval_locomo.py`` measured a gain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import unicodedata
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from toolkits._embeddings import CachedEmbedder, Embedder
+
+__all__ = [
+    "OURS_SETTINGS",
+    "QUERY_TYPES",
+    "REFERENCE_SETTINGS",
+    "RETRIEVAL_TYPES",
+    "Document",
+    "DocumentRetriever",
+    "GraphRetrieverPool",
+    "RetrievalSettings",
+    "ScoredDocument",
+    "ascii_tokenize",
+    "build_retrieval_query",
+    "message_documents",
+    "message_text",
+    "rrf_fuse",
+    "unicode_tokenize",
+]
+
+RetrievalType = Literal["sparse", "dense", "hybrid"]
+QueryType = Literal["query_with_golden_answer", "query_only", "query_with_prediction"]
+RETRIEVAL_TYPES: tuple[str, ...] = ("sparse", "dense", "hybrid")
+QUERY_TYPES: tuple[str, ...] = ("query_with_golden_answer", "query_only", "query_with_prediction")
+RRF_K = 60
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizers
+
+_ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
+_WORD = re.compile(r"\w+")
+
+
+def ascii_tokenize(text: str) -> list[str]:
+    """The reference tokenizer: lowercase, then ASCII runs ``[a-z0-9_]+`` (other scripts vanish)."""
+    return _ASCII_TOKEN.findall(text.lower())
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x3040 <= code <= 0x30FF  # hiragana, katakana
+        or 0x3400 <= code <= 0x4DBF  # CJK extension A
+        or 0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+        or 0xF900 <= code <= 0xFAFF  # CJK compatibility ideographs
+        or 0x20000 <= code <= 0x2FA1F  # CJK extensions B+
+    )
+
+
+# A short English function-word list: these carry no evidence signal but dominate BM25
+# term frequencies of chat messages ("I", "you", "the", "was" …).
+ENGLISH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t d ll m o re ve y""".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Callable[[str], str]:
+    from nltk.stem.porter import PorterStemmer
+
+    stem = PorterStemmer().stem
+    return lru_cache(maxsize=200_000)(stem)
+
+
+def unicode_tokenize(text: str, *, stopwords: bool = True, stem: bool = True) -> list[str]:
+    """Unicode-aware tokenizer for BM25.
+
+    NFKC-normalises and case-folds the text, splits it into ``\\w+`` words (letters and digits
+    of every script), and splits runs of CJK characters — written without spaces — into single
+    characters plus adjacent bigrams. Optionally drops English function words and applies the
+    Porter stemmer to ASCII words.
+
+    Args:
+        text: Text to tokenize.
+        stopwords: Drop :data:`ENGLISH_STOPWORDS`.
+        stem: Porter-stem ASCII words.
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        if any(_is_cjk(ch) for ch in word):
+            run: list[str] = []
+            for ch in word + " ":
+                if _is_cjk(ch):
+                    run.append(ch)
+                    continue
+                if run:
+                    out.extend(run)
+                    out.extend(a + b for a, b in zip(run, run[1:], strict=False))
+                    run = []
+            # keep non-CJK parts of a mixed word (e.g. "iphone手机")
+            rest = "".join(" " if _is_cjk(ch) else ch for ch in word).split()
+            words = rest
+        else:
+            words = [word]
+        for w in words:
+            if stopwords and w in ENGLISH_STOPWORDS:
+                continue
+            if stem and w.isascii() and w.isalpha() and len(w) > 3:
+                w = _stemmer()(w)
+            out.append(w)
+    return out
+
+
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
+    "ascii": ascii_tokenize,
+    "unicode": lambda t: unicode_tokenize(t, stopwords=False, stem=False),
+    "unicode_stop": lambda t: unicode_tokenize(t, stopwords=True, stem=False),
+    "unicode_stem": unicode_tokenize,
+}
+
+# ---------------------------------------------------------------------------------------------
+# Documents
+
+_MEM0_SUFFIX = "\nBelow is this message's metadata:"
+
+
+def message_text(value: str, mode: Literal["raw", "content", "speaker_content"] = "speaker_content") -> str:
+    """The text of a message node used for retrieval.
+
+    Message values are JSON objects ``{content, name, role, timestamp}`` (spec-tracer §4.6).
+
+    Args:
+        value: The stored (raw) value of the node.
+        mode: ``raw`` — the stored string as is (the reference); ``content`` — only the
+            ``content`` field, without the Mem0 metadata suffix; ``speaker_content`` — the speaker
+            name followed by that content. Values that are not such JSON are returned as is.
+    """
+    if mode == "raw":
+        return value
+    try:
+        data = json.loads(value)
+    except (TypeError, ValueError):
+        return value
+    if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+        return value
+    content = data["content"]
+    cut = content.find(_MEM0_SUFFIX)
+    if cut >= 0:
+        content = content[:cut]
+    if mode == "speaker_content" and data.get("name") and not content.startswith("Speaker "):
+        return f"{data['name']}: {content}"
+    return content
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document:
+    """One retrievable text."""
+
+    doc_id: str
+    """Identifier (a message node's full_node_id)."""
+    text: str
+    """Text that is indexed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoredDocument:
+    """A ranked retrieval hit."""
+
+    doc_id: str
+    """Identifier of the document."""
+    text: str
+    """Indexed text."""
+    score: float
+    """BM25 score, cosine similarity, or fused RRF score (by retrieval type)."""
+    rank: int
+    """1-based rank in the returned list."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalSettings:
+    """How documents are built and ranked (the knobs the benchmark compares)."""
+
+    tokenizer: str = "unicode_stem"
+    """Key of :data:`TOKENIZERS`."""
+    text_mode: Literal["raw", "content", "speaker_content"] = "speaker_content"
+    """How a message value becomes document text (see :func:`message_text`)."""
+    drop_zero_sparse: bool = True
+    """Keep BM25 documents with score 0 out of the ranked list (and of the fusion)."""
+    rrf_k: int = RRF_K
+    """RRF constant."""
+    candidate_multiplier: int = 2
+    """Hybrid takes ``limit × candidate_multiplier`` candidates from each list."""
+
+
+REFERENCE_SETTINGS = RetrievalSettings(tokenizer="ascii", text_mode="raw", drop_zero_sparse=False)
+"""The reference algorithm: ASCII BM25 on the raw JSON value, zero-score docs ranked, RRF k=60."""
+OURS_SETTINGS = RetrievalSettings()
+"""Our default (chosen by ``benchmarks/retrieval_locomo.py``)."""
+
+
+def message_documents(graph: Any, *, text_mode: str = "speaker_content") -> list[Document]:
+    """One document per ``message`` variable of a graph, in creation order.
+
+    Args:
+        graph: An ``ExecNetwork`` (anything with ``search_variables(category=...)``).
+        text_mode: See :func:`message_text`.
+    """
+    nodes = graph.search_variables(category="message")
+    docs = []
+    for node in nodes:
+        raw = node.value if isinstance(node.value, str) else str(node.value)
+        docs.append(Document(doc_id=node.full_node_id, text=message_text(raw, text_mode)))  # type: ignore[arg-type]
+    return docs
+
+
+def build_retrieval_query(query: str, golden_answer: str, prediction: str, query_type: str) -> str:
+    """The retrieval query for a failed case (spec §5.6).
+
+    Raises:
+        ValueError: For an unknown query type.
+    """
+    if query_type == "query_with_golden_answer":
+        return f"{query}\n{golden_answer}"
+    if query_type == "query_only":
+        return query
+    if query_type == "query_with_prediction":
+        return f"{query}\n{prediction}"
+    raise ValueError(f"unknown starting-point query type {query_type!r}: use one of {', '.join(QUERY_TYPES)}")
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: ``score(d) = Σ 1 / (k + rank)`` over the lists that contain ``d``.
+
+    Ties are broken by the best (lowest) rank in any list, then by document id.
+
+    Args:
+        rankings: Ranked lists of document ids (rank 1 first).
+        k: RRF constant.
+
+    Returns:
+        ``(doc_id, score)`` pairs, best first.
+    """
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+            best[doc_id] = min(best.get(doc_id, rank), rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], best[item[0]], item[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The retriever
+
+
+class DocumentRetriever:
+    """BM25 / dense / hybrid retrieval over a fixed set of documents.
+
+    Documents are indexed once at construction (empty texts skipped with a warning); the
+    embedder is only used for ``dense``/``hybrid``.
+
+    Args:
+        documents: Documents to index (ids must be unique).
+        retrieval_type: Default ranking for :meth:`search`.
+        embedder: Embedder for dense retrieval (wrap it in ``CachedEmbedder`` to cache on disk).
+        settings: Tokenizer, fusion and candidate settings.
+        embedding_batch_size: Texts per embedding call.
+
+    Raises:
+        ValueError: For an unknown retrieval type, a dense type without an embedder, bad
+            settings, or duplicate document ids.
+    """
+
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        *,
+        retrieval_type: str = "hybrid",
+        embedder: Embedder | None = None,
+        settings: RetrievalSettings = OURS_SETTINGS,
+        embedding_batch_size: int = 16,
+    ) -> None:
+        if retrieval_type not in RETRIEVAL_TYPES:
+            raise ValueError(f"unknown retrieval type {retrieval_type!r}: use sparse, dense or hybrid")
+        if settings.candidate_multiplier < 1:
+            raise ValueError(f"`candidate_multiplier` must be >= 1, got {settings.candidate_multiplier}")
+        if embedding_batch_size < 1:
+            raise ValueError(f"`embedding_batch_size` must be >= 1, got {embedding_batch_size}")
+        if settings.tokenizer not in TOKENIZERS:
+            raise ValueError(f"unknown tokenizer {settings.tokenizer!r}: use one of {', '.join(TOKENIZERS)}")
+        self.retrieval_type = retrieval_type
+        self.settings = settings
+        self._tokenize = TOKENIZERS[settings.tokenizer]
+        docs: list[Document] = []
+        seen: set[str] = set()
+        for doc in documents:
+            if doc.doc_id in seen:
+                raise ValueError(f"duplicate document id {doc.doc_id!r}")
+            seen.add(doc.doc_id)
+            if not doc.text.strip():
+                warnings.warn(f"skipping empty document {doc.doc_id!r}", stacklevel=2)
+                continue
+            docs.append(doc)
+        self.documents: tuple[Document, ...] = tuple(docs)
+        self._bm25: Any = None
+        if docs:
+            from rank_bm25 import BM25Okapi
+
+            self._bm25 = BM25Okapi([self._tokenize(d.text) or ["\x00"] for d in docs])
+        self._embedder = embedder
+        self._qdrant: Any = None
+        self._collection = "documents"
+        if retrieval_type in ("dense", "hybrid"):
+            if embedder is None:
+                raise ValueError(f"retrieval type {retrieval_type!r} needs an embedder")
+            self._build_dense(embedding_batch_size)
+
+    def _build_dense(self, batch_size: int) -> None:
+        from qdrant_client import QdrantClient, models
+
+        assert self._embedder is not None
+        embedder = self._embedder
+        if not isinstance(embedder, CachedEmbedder):
+            embedder = CachedEmbedder(embedder, None, batch_size=batch_size)
+        self._embedder = embedder
+        self._qdrant = QdrantClient(":memory:")
+        self._qdrant.create_collection(
+            self._collection,
+            vectors_config=models.VectorParams(size=embedder.dim, distance=models.Distance.COSINE),
+        )
+        if not self.documents:
+            return
+        vectors = embedder.embed([d.text for d in self.documents])
+        self._qdrant.upsert(
+            self._collection,
+            points=[
+                models.PointStruct(id=i, vector=v, payload={"doc_id": d.doc_id})
+                for i, (d, v) in enumerate(zip(self.documents, vectors, strict=True))
+            ],
+        )
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def _sparse(self, query: str, limit: int) -> list[tuple[int, float]]:
+        if self._bm25 is None or limit <= 0:
+            return []
+        tokens = self._tokenize(query)
+        if tokens:
+            scores = self._bm25.get_scores(tokens)
+        else:
+            scores = [0.0] * len(self.documents)
+        order = sorted(range(len(self.documents)), key=lambda i: -float(scores[i]))  # stable: ties keep corpus order
+        hits = [(i, float(scores[i])) for i in order]
+        if self.settings.drop_zero_sparse:
+            hits = [h for h in hits if h[1] > 0.0]
+        return hits[:limit]
+
+    def _dense(self, query: str, limit: int) -> list[tuple[int, float]]:
+        if self._qdrant is None or not self.documents or limit <= 0:
+            return []
+        assert self._embedder is not None
+        vector = self._embedder.embed([query])[0]
+        points = self._qdrant.query_points(self._collection, query=vector, limit=limit, with_payload=False).points
+        return [(int(p.id), float(p.score)) for p in points]
+
+    def search(
+        self, query: str, limit: int, *, retrieval_type: str | None = None, score_threshold: float | None = None
+    ) -> list[ScoredDocument]:
+        """Rank documents for a query.
+
+        Args:
+            query: Query text.
+            limit: Maximum number of hits.
+            retrieval_type: Override of the retriever's default type.
+            score_threshold: Drop hits scoring below this (BM25 score, cosine, or RRF score).
+
+        Raises:
+            ValueError: For a negative limit, an unknown type, or a dense type on a sparse-only
+                retriever.
+        """
+        if limit < 0:
+            raise ValueError(f"`limit` must be >= 0, got {limit}")
+        kind = retrieval_type or self.retrieval_type
+        if kind not in RETRIEVAL_TYPES:
+            raise ValueError(f"unknown retrieval type {kind!r}: use sparse, dense or hybrid")
+        if kind != "sparse" and self._qdrant is None:
+            raise ValueError(f"this retriever was built without embeddings and cannot run {kind!r} retrieval")
+        if kind == "sparse":
+            hits = self._sparse(query, limit)
+        elif kind == "dense":
+            hits = self._dense(query, limit)
+        else:
+            candidates = limit * self.settings.candidate_multiplier
+            ranking_ids = [
+                [self.documents[i].doc_id for i, _ in self._sparse(query, candidates)],
+                [self.documents[i].doc_id for i, _ in self._dense(query, candidates)],
+            ]
+            index = {d.doc_id: i for i, d in enumerate(self.documents)}
+            hits = [(index[doc_id], score) for doc_id, score in rrf_fuse(ranking_ids, k=self.settings.rrf_k)]
+        if score_threshold is not None:
+            hits = [h for h in hits if h[1] >= score_threshold]
+        return [
+            ScoredDocument(doc_id=self.documents[i].doc_id, text=self.documents[i].text, score=s, rank=r)
+            for r, (i, s) in enumerate(hits[:limit], start=1)
+        ]
+
+    def close(self) -> None:
+        """Release the in-memory vector store."""
+        if self._qdrant is not None:
+            self._qdrant.close()
+            self._qdrant = None
+
+
+class GraphRetrieverPool:
+    """Builds one :class:`DocumentRetriever` per graph, on first use, and hands it out again.
+
+    Keyed by the graph object's identity (``graph_id`` plus ``id(graph)``), so cases that share
+    a loaded graph share its index and embeddings. Thread-safe: concurrent first requests for
+    one graph wait for a single build.
+
+    Args:
+        retrieval_type: Retrieval type of every retriever.
+        embedder_factory: Called once (lazily) to make the embedder; not needed for ``sparse``.
+        settings: Retrieval settings.
+        embedding_cache_dir: Folder of the persistent embedding cache (None = memory only).
+        embedding_batch_size: Texts per embedding call.
+    """
+
+    def __init__(
+        self,
+        *,
+        retrieval_type: str = "hybrid",
+        embedder_factory: Callable[[], Embedder] | None = None,
+        settings: RetrievalSettings = OURS_SETTINGS,
+        embedding_cache_dir: str | Path | None = None,
+        embedding_batch_size: int = 16,
+    ) -> None:
+        self.retrieval_type = retrieval_type
+        self.settings = settings
+        self._embedder_factory = embedder_factory
+        self._cache_dir = embedding_cache_dir
+        self._batch_size = embedding_batch_size
+        self._embedder: CachedEmbedder | None = None
+        self._retrievers: dict[tuple[str, int], DocumentRetriever] = {}
+        self._locks: dict[tuple[str, int], threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.builds = 0
+
+    def _get_embedder(self) -> CachedEmbedder | None:
+        if self.retrieval_type == "sparse":
+            return None
+        with self._guard:
+            if self._embedder is None:
+                if self._embedder_factory is None:
+                    raise ValueError(f"retrieval type {self.retrieval_type!r} needs an embedder factory")
+                self._embedder = CachedEmbedder(
+                    self._embedder_factory(), self._cache_dir, batch_size=self._batch_size
+                )
+            return self._embedder
+
+    @staticmethod
+    def _key(graph: Any) -> tuple[str, int]:
+        return (str(getattr(graph, "graph_id", "")), id(graph))
+
+    def get(self, graph: Any) -> DocumentRetriever:
+        """The retriever of ``graph`` (built on first call)."""
+        key = self._key(graph)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            retriever = self._retrievers.get(key)
+            if retriever is None:
+                docs = message_documents(graph, text_mode=self.settings.text_mode)
+                retriever = DocumentRetriever(
+                    docs,
+                    retrieval_type=self.retrieval_type,
+                    embedder=self._get_embedder(),
+                    settings=self.settings,
+                    embedding_batch_size=self._batch_size,
+                )
+                self._retrievers[key] = retriever
+                self.builds += 1
+            return retriever
+
+    @property
+    def embedder(self) -> CachedEmbedder | None:
+        """The shared cached embedder (None until first dense build)."""
+        return self._embedder
+
+    def close(self) -> None:
+        """Close every retriever and the embedding cache."""
+        with self._guard:
+            for retriever in self._retrievers.values():
+                retriever.close()
+            self._retrievers.clear()
+            if self._embedder is not None:
+                self._embedder.close()
+

@@ -1,0 +1,603 @@
+"""The attribution runner: many failed cases, bounded concurrency, nothing lost (spec §5.5, §5.7).
+
+:class:`MemTraceRunner` attributes a list of ``FailedQueryCase`` objects with one strategy
+(``graph_search``, ``operation_block_search``, ``long_context``, ``evidence_flow``, or any name
+registered in :mod:`toolkits.strategies`). For every case it
+
+1. looks the case up in the per-case cache (a hit is returned without running anything);
+2. waits for one of ``batch_size`` concurrency slots;
+3. checks that the query node exists, and picks the starting evidence: the annotated source
+   evidence, or pseudo evidence retrieved from the graph's messages (one retriever per graph,
+   built once and shared by its cases), or none;
+4. runs the strategy with the case's credential slot (``case_index % pool size``), retrying
+   transient failures (rate limits, connection errors, 5xx, timeouts) with exponential backoff;
+5. validates the prediction and writes it to the cache atomically.
+
+Any failure of one case — an API error that survives the retries, a missing node, no answer
+within ``max_iters`` — becomes a :class:`CaseResult` with ``failure`` set; the other cases go
+on. Failed cases are not cached, so a rerun retries them while skipping finished ones. Tokens,
+model calls and time are counted per runner instance (:class:`RunCosts`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr
+
+from toolkits._base import AgentBaseConfig, ApiPool, redact, resolve_api_pool
+from toolkits._case_cache import CaseCache, cache_key
+from toolkits.metrics import ERROR_TYPES
+from toolkits.retrieval import (
+    OURS_SETTINGS,
+    REFERENCE_SETTINGS,
+    GraphRetrieverPool,
+    RetrievalSettings,
+    build_retrieval_query,
+)
+from toolkits.strategies import StrategyContext, StrategySpec, get_strategy
+
+__all__ = ["CaseResult", "MemTraceConfig", "MemTraceRunner", "RunCosts", "RunReport"]
+
+CACHE_FORMAT_VERSION = 1
+"""Bumped when prompts or the cache payload change, so stale entries miss."""
+
+_TRANSIENT_NAMES = (
+    "RateLimitError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "TimeoutError",
+    "ConnectionError",
+    "ConnectionResetError",
+    "RemoteProtocolError",
+    "ReadTimeout",
+    "ConnectTimeout",
+)
+
+
+class MemTraceConfig(AgentBaseConfig):
+    """Settings of an attribution run (spec §5.5; reference names and defaults, plus new fields)."""
+
+    project: str = "memtrace"
+    exploration_strategy: str = "graph_search"
+    """Strategy name (see :func:`toolkits.strategies.available_strategies`)."""
+    context_window: int = Field(default=272_000, ge=1)
+    """Compression trigger threshold in tokens."""
+    max_context_limit: int = Field(default=1_000_000, ge=1)
+    """Hard context cap used by the graph agent's compression."""
+    full_log_token_limit: int = Field(default=600_000, ge=1)
+    """Trace budget of the long-context baseline."""
+    keep_recent: int = Field(default=3, ge=0)
+    """Tool-call groups kept uncompressed."""
+    max_trace_nodes: int = Field(default=16, ge=1)
+    """Frontier cap of the graph agent."""
+    max_iters: int = Field(default=200, ge=1)
+    """Reasoning iterations per case."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Output-token cap per model call (None = server default)."""
+    llama_cpp_compat: bool = False
+    """Apply the llama.cpp server workarounds to the chat model."""
+    embedding_provider: Literal["auto", "local", "openai", "hashing"] = "auto"
+    """``auto`` = OpenAI-compatible endpoint if ``embedding_base_url`` is set, else local MiniLM."""
+    embedding_model_name: str | None = None
+    """Embedding model (None = the provider's default: all-MiniLM-L6-v2 / text-embedding-3-small)."""
+    embedding_dimensions: int | None = Field(default=None, ge=1)
+    """Requested embedding dimension (OpenAI-compatible endpoints; None = native)."""
+    embedding_base_url: str | None = None
+    """Embedding endpoint (None: local MiniLM, or the case's agent endpoint with provider ``openai``)."""
+    embedding_api_key: SecretStr | None = None
+    """Key of the embedding endpoint."""
+    embedding_batch_size: int = Field(default=16, ge=1)
+    """Texts per embedding call."""
+    embedding_cache_dir: str | None = None
+    """Persistent embedding cache (None: ``<cache_dir>/embeddings`` if ``cache_dir`` is set)."""
+    retrieval_type: Literal["sparse", "dense", "hybrid"] = "hybrid"
+    """How pseudo evidence is retrieved."""
+    retrieval_algorithm: Literal["ours", "reference"] = "ours"
+    """Tokenizer/document/fusion settings: ours, or the reference's (ASCII BM25 on raw values)."""
+    starting_point_query_type: Literal["query_with_golden_answer", "query_only", "query_with_prediction"] = (
+        "query_with_golden_answer"
+    )
+    """What the retrieval query contains besides the question."""
+    num_starting_points: int | None = Field(default=None, ge=0)
+    """Retrieved evidence nodes per case (None = ``max_trace_nodes // 2``)."""
+    candidate_multiplier: int = Field(default=2, ge=1)
+    """Hybrid retrieval takes ``limit × candidate_multiplier`` candidates per list."""
+    cache_dir: str | None = None
+    """Per-case result cache folder (None = no cache, no resume)."""
+    max_retries: int = Field(default=3, ge=0)
+    """Retries of a case after a transient failure."""
+    retry_backoff_s: float = Field(default=2.0, ge=0.0)
+    """First backoff delay; doubles per retry (with jitter)."""
+    case_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit of one attempt (None = unlimited)."""
+
+    def retrieval_settings(self) -> RetrievalSettings:
+        """The retrieval settings implied by ``retrieval_algorithm`` and ``candidate_multiplier``."""
+        base = REFERENCE_SETTINGS if self.retrieval_algorithm == "reference" else OURS_SETTINGS
+        return RetrievalSettings(
+            tokenizer=base.tokenizer,
+            text_mode=base.text_mode,
+            drop_zero_sparse=base.drop_zero_sparse,
+            rrf_k=base.rrf_k,
+            candidate_multiplier=self.candidate_multiplier,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """The config fields that change an attribution (part of the cache key; no secrets)."""
+        keys = (
+            "model", "temperature", "exploration_strategy", "context_window", "max_context_limit",
+            "keep_recent", "max_trace_nodes", "full_log_token_limit", "max_iters", "max_tokens",
+            "embedding_provider", "embedding_model_name", "embedding_dimensions", "embedding_base_url",
+            "retrieval_type", "retrieval_algorithm", "starting_point_query_type", "num_starting_points",
+            "candidate_multiplier",
+        )  # fmt: skip
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclass(kw_only=True)
+class CaseResult:
+    """The outcome of one case."""
+
+    index: int
+    """Position of the case in the run."""
+    prediction: dict[str, str] | None
+    """``{error_type, op_id, reason}``, or None when the case failed."""
+    failure: str | None = None
+    """One-line reason of the failure (secrets redacted)."""
+    elapsed_seconds: float = 0.0
+    """Wall-clock time of the case (retrieval and retries included); cached time for cache hits."""
+    cached: bool = False
+    """True when the result came from the cache."""
+    attempts: int = 0
+    """Strategy runs (0 for cache hits and cases that failed before the strategy)."""
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "num_calls": 0})
+    """Tokens and model calls of this case (all attempts)."""
+    evidence_ids: list[str] | None = None
+    """Starting evidence handed to the strategy."""
+    evidence_source: Literal["annotated", "retrieved"] | None = None
+    """Where the starting evidence came from."""
+
+    @property
+    def ok(self) -> bool:
+        """True when a prediction exists."""
+        return self.prediction is not None
+
+
+@dataclass(kw_only=True)
+class RunCosts:
+    """Per-runner accounting of one :meth:`MemTraceRunner.arun` call (executed cases only)."""
+
+    executed_cases: int = 0
+    cached_cases: int = 0
+    failed_cases: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    total_model_calls: int = 0
+    total_seconds: float = 0.0
+
+    def as_reference(self) -> dict[str, float]:
+        """The reference's cost block: per executed case tokens and minutes."""
+        n = max(1, self.executed_cases)
+        return {
+            "average_input_tokens": self.total_input_tokens / n,
+            "average_output_tokens": self.total_output_tokens / n,
+            "average_minutes": self.total_seconds / n / 60.0,
+        }
+
+    def to_dict(self) -> dict[str, float]:
+        """Reference averages plus the totals."""
+        return {**self.as_reference(), **asdict(self)}
+
+
+@dataclass(kw_only=True)
+class RunReport:
+    """What :meth:`MemTraceRunner.arun` returns."""
+
+    results: list[CaseResult]
+    """One result per case, in input order."""
+    costs: RunCosts
+    """Accounting of this run."""
+
+
+def _usage_of(outcome: Any) -> dict[str, int]:
+    usage = getattr(outcome, "usage", None) or {}
+    if not isinstance(usage, dict):
+        usage = {k: getattr(usage, k, 0) for k in ("input_tokens", "output_tokens", "num_calls")}
+    return {
+        "input_tokens": int(usage.get("input_tokens") or 0),
+        "output_tokens": int(usage.get("output_tokens") or 0),
+        "num_calls": int(usage.get("num_calls") or usage.get("calls") or 0),
+    }
+
+
+def _prediction_dict(prediction: Any) -> dict[str, str]:
+    if hasattr(prediction, "model_dump"):
+        prediction = prediction.model_dump()
+    if not isinstance(prediction, dict):
+        raise TypeError(f"a prediction must be a dict or a pydantic model, got {type(prediction).__name__}")
+    return {k: str(prediction.get(k, "")) for k in ("error_type", "op_id", "reason")}
+
+
+def _is_transient(text: str) -> bool:
+    return text.startswith("timeout") or any(name in text for name in _TRANSIENT_NAMES)
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _case_identity(case: Any) -> dict[str, Any]:
+    keys = ("query_full_node_id", "query", "golden_answer", "prediction", "source_evidence_full_node_ids", "judge_response")
+    return {k: getattr(case, k, None) for k in keys}
+
+
+class MemTraceRunner:
+    """Attributes failed cases concurrently with per-case isolation, retries, cache and resume.
+
+    Args:
+        config: Run settings.
+        model_factory: ``fn(ctx) -> chat model`` for one case. Default: an OpenAI-compatible
+            model (``graphtrace.agent_models.build_openai_chat_model``) on the case's credential
+            slot. Tests pass a factory returning scripted models.
+        api_pool: Credential pool; default resolved from ``config`` (explicit lists → file →
+            environment) when the strategy needs a model.
+        retriever_pool: Pseudo-evidence retrievers; default built from ``config``.
+        sleep: Coroutine used for backoff delays (tests pass a no-op).
+    """
+
+    def __init__(
+        self,
+        config: MemTraceConfig,
+        *,
+        model_factory: Callable[[StrategyContext], Any] | None = None,
+        api_pool: ApiPool | None = None,
+        retriever_pool: GraphRetrieverPool | None = None,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        self.config = config
+        self._model_factory = model_factory
+        self._api_pool = api_pool
+        self._retriever_pool = retriever_pool
+        self._sleep = sleep
+        self._cache = CaseCache(config.cache_dir) if config.cache_dir else None
+        self._rng = random.Random(0)
+
+    # -- resources ------------------------------------------------------------------------------
+
+    @property
+    def api_pool(self) -> ApiPool | None:
+        """The resolved credential pool (None until a model-backed run resolved it)."""
+        return self._api_pool
+
+    def _secrets(self) -> list[str]:
+        secrets = list(self._api_pool.secrets) if self._api_pool else []
+        if self.config.embedding_api_key is not None:
+            secrets.append(self.config.embedding_api_key.get_secret_value())
+        secrets.extend(k.get_secret_value() for k in self.config.api_keys or [])
+        return secrets
+
+    def _default_model_factory(self, ctx: StrategyContext) -> Any:
+        from graphtrace.agent_models import build_openai_chat_model
+
+        assert self._api_pool is not None
+        cred = self._api_pool.credential_for(ctx.case_index)
+        return build_openai_chat_model(
+            self.config.model,
+            cred.api_key,
+            cred.base_url,
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            stream=self.config.stream,
+            llama_cpp_compat=self.config.llama_cpp_compat,
+            context_size=self.config.max_context_limit,
+        )
+
+    def retriever_pool(self) -> GraphRetrieverPool:
+        """The pseudo-evidence retriever pool (built from the config on first use)."""
+        if self._retriever_pool is None:
+            cfg = self.config
+            cache_dir = cfg.embedding_cache_dir or (str(Path(cfg.cache_dir) / "embeddings") if cfg.cache_dir else None)
+
+            def factory() -> Any:
+                from toolkits._embeddings import make_embedder
+
+                base_url = cfg.embedding_base_url
+                key = cfg.embedding_api_key.get_secret_value() if cfg.embedding_api_key else None
+                if cfg.embedding_provider == "openai" and (base_url is None or key is None):
+                    # the reference falls back to the agent endpoint of the case
+                    if self._api_pool is None:
+                        self._api_pool = resolve_api_pool(cfg)
+                    cred = self._api_pool.credential_for(0)
+                    base_url = base_url or cred.base_url
+                    key = key or cred.api_key
+                return make_embedder(
+                    cfg.embedding_provider,
+                    model_name=cfg.embedding_model_name,
+                    base_url=base_url,
+                    api_key=key,
+                    dimensions=cfg.embedding_dimensions,
+                )
+
+            self._retriever_pool = GraphRetrieverPool(
+                retrieval_type=cfg.retrieval_type,
+                embedder_factory=factory,
+                settings=cfg.retrieval_settings(),
+                embedding_cache_dir=cache_dir,
+                embedding_batch_size=cfg.embedding_batch_size,
+            )
+        return self._retriever_pool
+
+    # -- one case -------------------------------------------------------------------------------
+
+    def cache_identifier(
+        self,
+        graph: Any,
+        case: Any,
+        *,
+        use_source_evidence_nodes: bool,
+        use_pseudo_source_evidence: bool,
+        memory_system: str | None,
+        custom_prior_knowledge: str | None,
+    ) -> dict[str, Any]:
+        """The canonical identifier of one case's attribution (hashed into the cache key)."""
+        return {
+            "cache_format_version": CACHE_FORMAT_VERSION,
+            "graph_id": getattr(graph, "graph_id", None),
+            "case": _case_identity(case),
+            "config": self.config.identity(),
+            "arun_args": {
+                "use_source_evidence_nodes": use_source_evidence_nodes,
+                "use_pseudo_source_evidence": use_pseudo_source_evidence,
+                "memory_system": memory_system,
+                "custom_prior_knowledge": custom_prior_knowledge,
+            },
+        }
+
+    async def _starting_evidence(
+        self, graph: Any, case: Any, *, use_source: bool, use_pseudo: bool
+    ) -> tuple[list[str] | None, Literal["annotated", "retrieved"] | None]:
+        if use_source:
+            ids: list[str] = []
+            for node_id in getattr(case, "source_evidence_full_node_ids", None) or []:
+                if node_id in graph:
+                    ids.append(node_id)
+                else:
+                    warnings.warn(f"source evidence {node_id!r} is not in the graph; skipped", stacklevel=2)
+            return ids, "annotated"
+        if use_pseudo:
+            cfg = self.config
+            limit = cfg.num_starting_points if cfg.num_starting_points is not None else cfg.max_trace_nodes // 2
+            query = build_retrieval_query(case.query, case.golden_answer, case.prediction, cfg.starting_point_query_type)
+            pool = self.retriever_pool()
+
+            def retrieve() -> list[str]:
+                return [hit.doc_id for hit in pool.get(graph).search(query, limit)]
+
+            return await asyncio.to_thread(retrieve), "retrieved"
+        return None, None
+
+    async def _attempts(self, strategy: StrategySpec, ctx: StrategyContext, result: CaseResult) -> None:
+        """Run the strategy with retries; fills ``result`` in place."""
+        cfg = self.config
+        for attempt in range(cfg.max_retries + 1):
+            result.attempts = attempt + 1
+            failure: str
+            try:
+                if cfg.case_timeout_s is not None:
+                    outcome = await asyncio.wait_for(strategy(ctx), cfg.case_timeout_s)
+                else:
+                    outcome = await strategy(ctx)
+            except TimeoutError:
+                failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
+            except Exception as exc:  # noqa: BLE001 - isolate every per-case error
+                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                if not _is_transient(failure):
+                    result.failure = failure
+                    return
+            else:
+                usage = _usage_of(outcome)
+                for k, v in usage.items():
+                    result.usage[k] += v
+                prediction = getattr(outcome, "prediction", None)
+                outcome_failure = getattr(outcome, "failure", None)
+                if prediction is not None:
+                    try:
+                        pred = _prediction_dict(prediction)
+                    except TypeError as exc:
+                        result.failure = f"invalid answer: {exc}"
+                        return
+                    if pred["error_type"] not in ERROR_TYPES:
+                        result.failure = f"invalid answer: unknown error type {pred['error_type']!r}"
+                        return
+                    result.prediction = pred
+                    result.failure = None
+                    return
+                failure = _one_line(outcome_failure or "no answer: the strategy returned no prediction")
+                if not _is_transient(failure):
+                    result.failure = failure
+                    return
+            result.failure = failure
+            if attempt < cfg.max_retries:
+                delay = cfg.retry_backoff_s * (2**attempt) * (1.0 + 0.25 * self._rng.random())
+                await self._sleep(delay)
+
+    async def _run_case(
+        self,
+        index: int,
+        case: Any,
+        graph: Any,
+        strategy: StrategySpec,
+        semaphore: asyncio.Semaphore,
+        costs: RunCosts,
+        kwargs: dict[str, Any],
+        on_result: Callable[[CaseResult], None] | None,
+    ) -> CaseResult:
+        key = None
+        if self._cache is not None:
+            key = cache_key(self.cache_identifier(graph, case, **kwargs))
+            entry = self._cache.load(key)
+            if entry is not None and isinstance(entry.get("error_attribution_result"), dict):
+                result = CaseResult(
+                    index=index,
+                    prediction=_prediction_dict(entry["error_attribution_result"]),
+                    elapsed_seconds=float(entry.get("time", 0.0)),
+                    cached=True,
+                    evidence_ids=entry.get("evidence_ids"),
+                    evidence_source=entry.get("evidence_source"),
+                )
+                costs.cached_cases += 1
+                if on_result:
+                    on_result(result)
+                return result
+        async with semaphore:
+            started = time.perf_counter()
+            result = CaseResult(index=index, prediction=None)
+            try:
+                if case.query_full_node_id not in graph:
+                    result.failure = (
+                        f"query node {case.query_full_node_id!r} not found in graph "
+                        f"{getattr(graph, 'graph_id', '?')!r}: check the annotation's query_id"
+                    )
+                else:
+                    evidence, source = await self._starting_evidence(
+                        graph,
+                        case,
+                        use_source=kwargs["use_source_evidence_nodes"],
+                        use_pseudo=kwargs["use_pseudo_source_evidence"],
+                    )
+                    result.evidence_ids, result.evidence_source = evidence, source
+                    ctx = StrategyContext(
+                        graph=graph,
+                        case=case,
+                        case_index=index,
+                        config=self.config,
+                        evidence_ids=evidence,
+                        evidence_is_pseudo=source == "retrieved",
+                        memory_system=kwargs["memory_system"],
+                        custom_prior_knowledge=kwargs["custom_prior_knowledge"],
+                        model_factory=(self._model_factory or self._default_model_factory)
+                        if strategy.needs_model
+                        else None,
+                        timeout=self.config.case_timeout_s,
+                    )
+                    await self._attempts(strategy, ctx, result)
+            except Exception as exc:  # noqa: BLE001 - retrieval/graph errors stay with this case
+                result.failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+            result.elapsed_seconds = time.perf_counter() - started
+        if result.failure is not None:
+            result.failure = redact(result.failure, self._secrets())
+            result.prediction = None
+        costs.executed_cases += 1
+        costs.failed_cases += 0 if result.ok else 1
+        costs.total_input_tokens += result.usage["input_tokens"]
+        costs.total_output_tokens += result.usage["output_tokens"]
+        costs.total_model_calls += result.usage["num_calls"]
+        costs.total_seconds += result.elapsed_seconds
+        if result.ok and self._cache is not None and key is not None:
+            self._cache.store(
+                key,
+                {
+                    "error_attribution_result": result.prediction,
+                    "time": result.elapsed_seconds,
+                    "usage": result.usage,
+                    "evidence_ids": result.evidence_ids,
+                    "evidence_source": result.evidence_source,
+                },
+            )
+        if on_result:
+            on_result(result)
+        return result
+
+    # -- many cases -----------------------------------------------------------------------------
+
+    async def arun(
+        self,
+        failed_cases: Sequence[Any],
+        graphs: Any,
+        batch_size: int | None = None,
+        use_source_evidence_nodes: bool = False,
+        use_pseudo_source_evidence: bool = True,
+        memory_system: str | None = None,
+        custom_prior_knowledge: str | None = None,
+        *,
+        on_result: Callable[[CaseResult], None] | None = None,
+    ) -> RunReport:
+        """Attribute every case; never raises for a per-case problem.
+
+        Args:
+            failed_cases: Cases to attribute.
+            graphs: One graph shared by all cases, or one graph per case.
+            batch_size: Cases attributed at the same time (default 1).
+            use_source_evidence_nodes: Start from the annotated source evidence.
+            use_pseudo_source_evidence: Otherwise start from retrieved messages.
+            memory_system: Built-in system prior to use (graph strategy).
+            custom_prior_knowledge: Prior text replacing the built-in one.
+            on_result: Called with each finished :class:`CaseResult` (progress bars).
+
+        Returns:
+            Results in input order and the run's costs.
+
+        Raises:
+            ValueError: For no cases, a bad ``batch_size``, or a graph list of another length.
+            CredentialError: If the strategy needs a model and no credentials resolve.
+        """
+        cases = list(failed_cases)
+        if not cases:
+            raise ValueError("no failed cases to attribute")
+        if batch_size is None:
+            batch_size = 1
+        if batch_size <= 0:
+            raise ValueError(f"`batch_size` must be >= 1, got {batch_size}")
+        if isinstance(graphs, list | tuple):
+            if len(graphs) != len(cases):
+                raise ValueError(f"{len(graphs)} graphs for {len(cases)} cases: give one graph or one per case")
+            graph_list = list(graphs)
+        else:
+            graph_list = [graphs] * len(cases)
+        strategy = get_strategy(self.config.exploration_strategy)
+        if strategy.needs_model and self._model_factory is None and self._api_pool is None:
+            self._api_pool = resolve_api_pool(self.config)
+        if self._api_pool is not None and batch_size > self._api_pool.size and strategy.needs_model:
+            warnings.warn(
+                f"batch_size {batch_size} exceeds the {self._api_pool.size} credential slot(s): "
+                "several cases will share a slot",
+                stacklevel=2,
+            )
+        kwargs = {
+            "use_source_evidence_nodes": use_source_evidence_nodes,
+            "use_pseudo_source_evidence": use_pseudo_source_evidence,
+            "memory_system": memory_system,
+            "custom_prior_knowledge": custom_prior_knowledge,
+        }
+        semaphore = asyncio.Semaphore(batch_size)
+        costs = RunCosts()
+        tasks = [
+            self._run_case(i, case, graph, strategy, semaphore, costs, kwargs, on_result)
+            for i, (case, graph) in enumerate(zip(cases, graph_list, strict=True))
+        ]
+        results = await asyncio.gather(*tasks)
+        return RunReport(results=list(results), costs=costs)
+
+    def run(self, *args: Any, **kwargs: Any) -> RunReport:
+        """Synchronous :meth:`arun`.
+
+        Raises:
+            RuntimeError: When called from inside a running event loop (use ``await arun``).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(*args, **kwargs))
+        raise RuntimeError("MemTraceRunner.run() cannot be called inside a running event loop: await arun() instead")
+
