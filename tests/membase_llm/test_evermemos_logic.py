@@ -86,12 +86,17 @@ def test_time_gap_sentence(before, after, expected):
 
 def test_smart_mask_hides_last_history_message_and_retries_until_parse():
     llm = ScriptedChatModel(["garbage", '{"should_end": true, "topic_summary": "x"}'])
-    history = [{"speaker_name": "A", "content": f"m{i}", "timestamp": "2023-05-08T13:56:00"} for i in range(3)]
+    history = [
+        {"speaker_name": "A", "content": f"m{i}", "timestamp": "2023-05-08T13:56:00"} for i in range(3)
+    ]
     new = [{"speaker_name": "B", "content": "new", "timestamp": "2023-05-08T13:57:00"}]
     decision = detect_boundary(llm, history, new, smart_mask=True)
     assert [m["content"] for m in decision.shown_history] == ["m0", "m1"]
     assert "m2" not in decision.prompt
-    assert [a.response for a in decision.attempts] == ["garbage", '{"should_end": true, "topic_summary": "x"}']
+    assert [a.response for a in decision.attempts] == [
+        "garbage",
+        '{"should_end": true, "topic_summary": "x"}',
+    ]
     assert decision.result.should_end and not decision.fallback
 
 
@@ -104,7 +109,9 @@ def test_boundary_falls_back_to_no_split_after_five_failures():
 
 def test_hard_message_limit_forces_split_without_llm():
     config = BoundaryDetectionConfig(hard_message_limit=3, use_smart_mask=False)
-    check = check_hard_limits([{"speaker_name": "a", "content": "x"}] * 2, [{"speaker_name": "b", "content": "y"}], config)
+    check = check_hard_limits(
+        [{"speaker_name": "a", "content": "x"}] * 2, [{"speaker_name": "b", "content": "y"}], config
+    )
     assert check.reached and check.trigger_type == "message_limit" and check.total_messages == 3
     llm = make_evermemos_fake()
     manager = _manager(llm, boundary=config)
@@ -112,7 +119,9 @@ def test_hard_message_limit_forces_split_without_llm():
     assert records[-1].force_split and records[-1].decision is None
     assert [m["content"] for m in records[-1].memcell.memcell.original_data] == [t for _, t, _ in DAY1[:2]]
     assert records[-1].buffer_after_reset == [records[-1].message]
-    boundary_calls = [c for c in llm.calls if c["messages"][0]["content"].startswith("[task: episode-boundary]")]
+    boundary_calls = [
+        c for c in llm.calls if c["messages"][0]["content"].startswith("[task: episode-boundary]")
+    ]
     assert len(boundary_calls) == 1  # only the second message reached the judge
 
 
@@ -146,7 +155,9 @@ def test_flush_closes_remaining_buffer():
     manager = _manager()
     _feed(manager, DAY2)
     record = manager.flush()
-    assert record.memcell.source == "flush" and record.memcell.unit_v1["summary"] == "Final conversation segment"
+    assert (
+        record.memcell.source == "flush" and record.memcell.unit_v1["summary"] == "Final conversation segment"
+    )
     assert manager.buffer == [] and manager.flush() is None
 
 
@@ -162,8 +173,15 @@ def test_extraction_parsers_accept_fences_and_reject_empty_fields():
 
 # -- index and retrieval -----------------------------------------------------------------------
 def _doc(eid: str, facts: list[str]) -> dict:
-    return {"event_id": eid, "timestamp": "t", "subject": eid, "summary": "", "episode": " ".join(facts),
-            "event_log": {"time": "t", "atomic_fact": facts}, "foresights": None}
+    return {
+        "event_id": eid,
+        "timestamp": "t",
+        "subject": eid,
+        "summary": "",
+        "episode": " ".join(facts),
+        "event_log": {"time": "t", "atomic_fact": facts},
+        "foresights": None,
+    }
 
 
 def test_rrf_scores_and_tie_order():
@@ -223,12 +241,26 @@ def test_agentic_with_reranker_reorders_round_one():
 
 def test_unparseable_sufficiency_counts_as_sufficient():
     index = _index_with(_doc("a", ["x y z"]))
-    run = agentic_search(index, make_evermemos_fake(broken=["sufficiency"]), "x question", 1, OnlineRetrieverConfig())
+    run = agentic_search(
+        index, make_evermemos_fake(broken=["sufficiency"]), "x question", 1, OnlineRetrieverConfig()
+    )
     assert run.sufficient and run.check_error is not None
 
 
 def test_query_reply_parsers():
-    reply = json.dumps({"queries": ["Where did she go?", "short", "x", "Where did she go?", "Q two here", "Q three", "Q4 extra"]})
+    reply = json.dumps(
+        {
+            "queries": [
+                "Where did she go?",
+                "short",
+                "x",
+                "Where did she go?",
+                "Q two here",
+                "Q three",
+                "Q4 extra",
+            ]
+        }
+    )
     assert parse_multi_query_reply(reply, "orig question") == ["Where did she go?", "short", "Q two here"]
     assert parse_multi_query_reply("broken", "orig question") == ["orig question"]
     assert parse_refined_query_reply("Refined Query: When did Anna move?", "q?") == "When did Anna move?"

@@ -42,7 +42,9 @@ def render_messages(messages: Sequence[dict[str, Any]]) -> str:
     for msg in messages:
         ts = parse_timestamp(msg.get("timestamp"))
         stamp = ts.strftime("%Y-%m-%d %H:%M:%S") if ts else "unknown time"
-        lines.append(f"[{stamp}] {msg.get('speaker_name') or msg.get('speaker_id')}: {msg.get('content', '')}")
+        lines.append(
+            f"[{stamp}] {msg.get('speaker_name') or msg.get('speaker_id')}: {msg.get('content', '')}"
+        )
     return "\n".join(lines)
 
 
@@ -90,7 +92,9 @@ def check_hard_limits(
         trigger = "token_limit"
     elif count >= config.hard_message_limit:
         trigger = "message_limit"
-    return HardLimitCheck(reached=trigger is not None, trigger_type=trigger, total_tokens=tokens, total_messages=count)
+    return HardLimitCheck(
+        reached=trigger is not None, trigger_type=trigger, total_tokens=tokens, total_messages=count
+    )
 
 
 def parse_boundary_reply(text: str) -> BoundaryDetectionResult | None:
@@ -158,7 +162,9 @@ def detect_boundary(
     parses; after that the verdict falls back to "no boundary".
     """
     shown = list(history[:-1]) if smart_mask and history else list(history)
-    gap = describe_time_gap(shown[-1].get("timestamp") if shown else None, new[0].get("timestamp") if new else None)
+    gap = describe_time_gap(
+        shown[-1].get("timestamp") if shown else None, new[0].get("timestamp") if new else None
+    )
     decision = BoundaryDecision(shown_history=shown, new_messages=list(new), time_gap=gap, prompt=None)
     if not shown:
         decision.result = BoundaryDetectionResult(should_end=False, reasoning="Empty history.")
@@ -179,7 +185,9 @@ def detect_boundary(
             decision.result = parsed
             return decision
     decision.fallback = True
-    decision.result = BoundaryDetectionResult(should_end=False, confidence=0.0, reasoning="Boundary detection failed.")
+    decision.result = BoundaryDetectionResult(
+        should_end=False, confidence=0.0, reasoning="Boundary detection failed."
+    )
     return decision
 
 

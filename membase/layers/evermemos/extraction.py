@@ -91,10 +91,19 @@ def _first_json(text: str, accept: Callable[[Any], bool]) -> Any:
 def parse_episode_reply(text: str) -> dict[str, str]:
     """Parse `{"title", "content"}`; both must be non-empty. `summary` defaults to content[:200]."""
     data = _first_json(
-        text, lambda d: isinstance(d, dict) and bool(str(d.get("title", "")).strip()) and bool(str(d.get("content", "")).strip())
+        text,
+        lambda d: (
+            isinstance(d, dict)
+            and bool(str(d.get("title", "")).strip())
+            and bool(str(d.get("content", "")).strip())
+        ),
     )
     content = str(data["content"]).strip()
-    return {"title": str(data["title"]).strip(), "content": content, "summary": str(data.get("summary") or content[:200])}
+    return {
+        "title": str(data["title"]).strip(),
+        "content": content,
+        "summary": str(data.get("summary") or content[:200]),
+    }
 
 
 def parse_event_log_reply(text: str) -> dict[str, Any]:
@@ -131,8 +140,13 @@ def parse_foresight_reply(text: str) -> list[dict[str, Any]]:
         except (TypeError, ValueError):
             pass
         out.append(
-            {"foresight": str(item["content"]), "evidence": item.get("evidence"), "start_time": start,
-             "end_time": end, "duration_days": duration}
+            {
+                "foresight": str(item["content"]),
+                "evidence": item.get("evidence"),
+                "start_time": start,
+                "end_time": end,
+                "duration_days": duration,
+            }
         )
     if not out:
         raise ValueError("foresight reply holds no usable item")
@@ -180,7 +194,9 @@ def episode_time_text(memcell: MemCell) -> str:
 def extract_episode(llm: ChatModel, memcell: MemCell) -> ExtractionOutcome[dict[str, str]]:
     """Write the memcell's episode (title + content)."""
     prompt = EPISODE_EXTRACTION_PROMPT.substitute(
-        time=episode_time_text(memcell), conversation=_conversation_blocks(memcell), instructions=EPISODE_CUSTOM_INSTRUCTIONS
+        time=episode_time_text(memcell),
+        conversation=_conversation_blocks(memcell),
+        instructions=EPISODE_CUSTOM_INSTRUCTIONS,
     )
     return _run("episode", llm, prompt, parse_episode_reply)
 
@@ -188,7 +204,8 @@ def extract_episode(llm: ChatModel, memcell: MemCell) -> ExtractionOutcome[dict[
 def extract_event_log(llm: ChatModel, memcell: MemCell) -> ExtractionOutcome[dict[str, Any]]:
     """Write the memcell's atomic-fact event log."""
     prompt = EVENT_LOG_PROMPT.substitute(
-        time=as_aware(memcell.timestamp).strftime("%B %d, %Y(%A) at %I:%M %p"), conversation=_conversation_lines(memcell)
+        time=as_aware(memcell.timestamp).strftime("%B %d, %Y(%A) at %I:%M %p"),
+        conversation=_conversation_lines(memcell),
     )
     return _run("event_log", llm, prompt, parse_event_log_reply)
 

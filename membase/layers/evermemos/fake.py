@@ -27,7 +27,9 @@ from membase.layers.evermemos.prompts import TASK_TAGS
 
 __all__ = ["EverMemOSFakeBrain", "make_evermemos_fake"]
 
-_BLOCK_RE = re.compile(r'\{timestamp: (?P<ts>[^,]*), speaker: "(?P<speaker>[^"]*)", content: "(?P<content>.*)"\}$')
+_BLOCK_RE = re.compile(
+    r'\{timestamp: (?P<ts>[^,]*), speaker: "(?P<speaker>[^"]*)", content: "(?P<content>.*)"\}$'
+)
 _LINE_RE = re.compile(r"^\[(?P<ts>[^\]]*)\] (?P<speaker>[^:]+): (?P<content>.*)$")
 
 
@@ -69,7 +71,11 @@ class EverMemOSFakeBrain:
         should_end = (" hours (" in gap or " days (" in gap or "[new topic]" in new) and bool(history)
         first = _LINE_RE.match(history.splitlines()[0]) if history else None
         summary = " ".join(first.group("content").split()[:8]) if first else ""
-        reply = {"reasoning": f"fake judge: {gap or 'no gap line'}", "should_end": should_end, "confidence": 0.9}
+        reply = {
+            "reasoning": f"fake judge: {gap or 'no gap line'}",
+            "should_end": should_end,
+            "confidence": 0.9,
+        }
         if should_end:
             reply["topic_summary"] = summary
         return json.dumps(reply)
@@ -97,18 +103,33 @@ class EverMemOSFakeBrain:
     def _foresight(self, prompt: str) -> str:
         msgs = self._messages(prompt, block=False)
         speaker = msgs[0][1] if msgs else "The speaker"
-        date = next((ln[len("Reference time: ") :] for ln in prompt.splitlines() if ln.startswith("Reference time: ")), "")
-        item = {"content": f"{speaker} will follow up on this conversation.", "evidence": msgs[0][2] if msgs else "",
-                "start_time": date or None, "duration_days": 7}
+        date = next(
+            (
+                ln[len("Reference time: ") :]
+                for ln in prompt.splitlines()
+                if ln.startswith("Reference time: ")
+            ),
+            "",
+        )
+        item = {
+            "content": f"{speaker} will follow up on this conversation.",
+            "evidence": msgs[0][2] if msgs else "",
+            "start_time": date or None,
+            "duration_days": 7,
+        }
         return json.dumps([item])
 
     # -- retrieval ---------------------------------------------------------------------------
     def _missing_terms(self, prompt: str) -> tuple[list[str], list[str]]:
         query = _section(prompt, "Question:", "\n")
-        docs = _section(prompt, "Documents:", "Be careful with time") or _section(prompt, "Retrieved documents:", "Guidelines")
+        docs = _section(prompt, "Documents:", "Be careful with time") or _section(
+            prompt, "Retrieved documents:", "Guidelines"
+        )
         doc_terms = set(bm25_tokenize(docs))
         terms = bm25_tokenize(query)
-        titles = [ln.strip()[len("Title: ") :] for ln in docs.splitlines() if ln.strip().startswith("Title: ")]
+        titles = [
+            ln.strip()[len("Title: ") :] for ln in docs.splitlines() if ln.strip().startswith("Title: ")
+        ]
         return [t for t in terms if t not in doc_terms], titles
 
     def _sufficiency(self, prompt: str) -> str:
@@ -117,7 +138,8 @@ class EverMemOSFakeBrain:
         return json.dumps(
             {
                 "is_sufficient": sufficient,
-                "reasoning": "fake check: " + ("all query terms found" if not missing else "missing " + ", ".join(missing)),
+                "reasoning": "fake check: "
+                + ("all query terms found" if not missing else "missing " + ", ".join(missing)),
                 "key_information_found": titles[:3],
                 "missing_information": [] if sufficient else (missing or ["more detail"]),
             }
@@ -128,7 +150,10 @@ class EverMemOSFakeBrain:
         missing = _section(prompt, "Missing information:", "\n")
         focus = missing if missing and missing != "N/A" else query
         return json.dumps(
-            {"queries": [f"What is known about {focus}?", f"The conversation mentions {focus}."], "reasoning": "fake"}
+            {
+                "queries": [f"What is known about {focus}?", f"The conversation mentions {focus}."],
+                "reasoning": "fake",
+            }
         )
 
     def _refined_query(self, prompt: str) -> str:

@@ -43,7 +43,9 @@ def bm25_tokenize(text: str) -> list[str]:
     global _STEM
     if _STEM is None:
         _STEM = _stemmer()
-    return [_STEM.stem(tok) for tok in _WORD_RE.findall(text.lower()) if len(tok) >= 2 and tok not in STOP_WORDS]
+    return [
+        _STEM.stem(tok) for tok in _WORD_RE.findall(text.lower()) if len(tok) >= 2 and tok not in STOP_WORDS
+    ]
 
 
 def doc_bm25_text(doc: dict[str, Any]) -> str:
@@ -70,7 +72,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-def rrf_fuse(lists: Sequence[Sequence[tuple[dict[str, Any], float]]], rrf_k: int) -> list[tuple[dict[str, Any], float]]:
+def rrf_fuse(
+    lists: Sequence[Sequence[tuple[dict[str, Any], float]]], rrf_k: int
+) -> list[tuple[dict[str, Any], float]]:
     """Reciprocal-rank fusion keyed by event id: score = sum of 1 / (rrf_k + rank), rank from 1.
 
     Ties keep first-seen order (the first list wins), so BM25 order breaks ties when it comes first.

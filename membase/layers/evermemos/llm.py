@@ -15,7 +15,9 @@ class ChatModel(Protocol):
         ...
 
 
-def ask(llm: ChatModel, prompt: str, *, temperature: float | None = None, max_tokens: int | None = None) -> str:
+def ask(
+    llm: ChatModel, prompt: str, *, temperature: float | None = None, max_tokens: int | None = None
+) -> str:
     """Send `prompt` as one user message and return the reply text.
 
     Args:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from membase.clients.embeddings import Embedder
@@ -108,9 +108,11 @@ class OnlineMemoryManager:
         self.index = HybridIndex(embedder)
 
     # -- ingestion -------------------------------------------------------------------------
-    def add_message(self, *, role: str, name: str | None, content: str, timestamp: str | None, **extra: Any) -> IngestRecord:
+    def add_message(
+        self, *, role: str, name: str | None, content: str, timestamp: str | None, **extra: Any
+    ) -> IngestRecord:
         """Buffer one message and close a memcell when the boundary says so."""
-        ts = parse_timestamp(timestamp) or datetime.now(timezone.utc)
+        ts = parse_timestamp(timestamp) or datetime.now(UTC)
         message = {
             "speaker_id": name or role,
             "speaker_name": name,
@@ -125,7 +127,9 @@ class OnlineMemoryManager:
         if len(self.buffer) < 2:
             return record
         history, new = self.buffer[:-1], self.buffer[-1:]
-        record.smart_mask_flag = self.boundary.use_smart_mask and len(self.buffer) > self.boundary.smart_mask_threshold
+        record.smart_mask_flag = (
+            self.boundary.use_smart_mask and len(self.buffer) > self.boundary.smart_mask_threshold
+        )
         record.hard_limit = check_hard_limits(history, new, self.boundary)
         if record.hard_limit.reached:
             if len(history) >= 2:
@@ -160,11 +164,13 @@ class OnlineMemoryManager:
         """Close whatever is buffered into a final memcell; None when the buffer is empty."""
         if not self.buffer:
             return None
-        record = IngestRecord(message=None, buffer_before=list(self.buffer), buffer_after_append=list(self.buffer))
+        record = IngestRecord(
+            message=None, buffer_before=list(self.buffer), buffer_after_append=list(self.buffer)
+        )
         memcell = MemCell(
             event_id=self.id_factory(),
             original_data=list(self.buffer),
-            timestamp=as_aware(last_timestamp(self.buffer) or datetime.now(timezone.utc)),
+            timestamp=as_aware(last_timestamp(self.buffer) or datetime.now(UTC)),
             summary="Final conversation segment",
             participants=_participants(self.buffer),
         )
@@ -178,11 +184,13 @@ class OnlineMemoryManager:
         self.buffer = self.buffer[-2:] if smart_mask_flag else self.buffer[-1:]
         return list(self.buffer)
 
-    def _process_memcell(self, memcell: MemCell, source: Literal["boundary", "force_split", "flush"]) -> MemcellRecord:
+    def _process_memcell(
+        self, memcell: MemCell, source: Literal["boundary", "force_split", "flush"]
+    ) -> MemcellRecord:
         record = MemcellRecord(memcell=memcell, source=source, unit_v1=memcell.unit_value())
-        plan: list[tuple[Literal["episode", "foresight", "event_log"], Callable[..., ExtractionOutcome[Any]]]] = [
-            ("episode", extract_episode)
-        ]
+        plan: list[
+            tuple[Literal["episode", "foresight", "event_log"], Callable[..., ExtractionOutcome[Any]]]
+        ] = [("episode", extract_episode)]
         if self.extraction.enable_foresight:
             plan.append(("foresight", extract_foresight))
         if self.extraction.enable_event_log:
@@ -203,7 +211,9 @@ class OnlineMemoryManager:
         return record
 
     # -- retrieval ---------------------------------------------------------------------------
-    def retrieve(self, query: str, k: int) -> tuple[list[tuple[dict[str, Any], float]], HybridRun | AgenticRun | None]:
+    def retrieve(
+        self, query: str, k: int
+    ) -> tuple[list[tuple[dict[str, Any], float]], HybridRun | AgenticRun | None]:
         """Return `(docs with scores, record)`; `([], None)` for an empty query or index."""
         if not query.strip() or not len(self.index):
             return [], None

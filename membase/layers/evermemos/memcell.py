@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
@@ -33,7 +33,7 @@ def parse_timestamp(value: str | None) -> datetime | None:
 
 def as_aware(ts: datetime) -> datetime:
     """Naive datetimes are read as UTC (the layer never knows the speaker's zone)."""
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=timezone.utc)
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 @dataclass(kw_only=True)
@@ -75,7 +75,9 @@ class MemCell:
             "subject": self.subject,
             "episode": self.episode,
             "foresights": self.foresights,
-            "event_log": None if self.event_log is None else {"atomic_fact": list(self.event_log["atomic_fact"])},
+            "event_log": None
+            if self.event_log is None
+            else {"atomic_fact": list(self.event_log["atomic_fact"])},
         }
         if include_original:
             value["original_data"] = self.original_data

@@ -24,7 +24,11 @@ from typing import Any
 from membase.layers.evermemos.config import OnlineRetrieverConfig
 from membase.layers.evermemos.index import HybridIndex, bm25_tokenize, rrf_fuse
 from membase.layers.evermemos.llm import ChatModel, ask
-from membase.layers.evermemos.prompts import MULTI_QUERY_PROMPT, REFINED_QUERY_PROMPT, SUFFICIENCY_CHECK_PROMPT
+from membase.layers.evermemos.prompts import (
+    MULTI_QUERY_PROMPT,
+    REFINED_QUERY_PROMPT,
+    SUFFICIENCY_CHECK_PROMPT,
+)
 
 __all__ = [
     "AgenticRun",
