@@ -1,0 +1,391 @@
+"""Evaluation runner: answer each question from its retrieved memories, then score it (§4.5, §4.9).
+
+Per user: import `graph_search.json`, open a `memory_evaluation` session, call the QA model for
+every question (at most `qa_batch_size` at once), trace each answer as a `question-answering` op,
+compute TokenF1/BLEU, call the judge (at most `judge_batch_size` at once) and trace each verdict
+as an `llm-judge` op. Model calls run concurrently; tracing runs afterwards in question order,
+so graphs are deterministic. A failing question is recorded (`"error"`) and the run goes on.
+Writes `graph_evaluation.json` per user and `<results stem>_evaluation.json` after every user.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from membase.clients.chat import ChatModel
+from membase.evaluation.judge import (
+    fill_judge_prompt,
+    get_judge_template,
+    judge_template_name,
+    parse_judge_response,
+)
+from membase.evaluation.metrics import bleu_score, token_f1
+from membase.evaluation.prompts import QA_SYSTEM_PROMPT, QA_TEMPLATE
+from membase.exceptions import DatasetError
+from membase.runners._common import (
+    RunReport,
+    bounded_map,
+    describe,
+    graph_file,
+    read_graph,
+    tracing_switch,
+    write_graph,
+)
+from membase.runners.construction import FATAL_ERRORS
+from membase.types import MemoryEntry, QuestionAnswerPair
+from membase.utils.io import atomic_write_json
+
+__all__ = ["EvaluationRunner", "EvaluationRunnerConfig", "default_context_builder"]
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("f1", "bleu", "llm_judge")
+
+
+def default_context_builder(memories: list[MemoryEntry]) -> str:
+    """Number the memories as `### Memory i:` blocks (formatted content when the layer gives one)."""
+    return "\n\n".join(
+        f"### Memory {i}:\n{m.formatted_content or m.content}" for i, m in enumerate(memories, start=1)
+    )
+
+
+class EvaluationRunnerConfig(BaseModel):
+    """Settings of an evaluation run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search_results_path: str
+    dataset_type: str = "LoCoMo"
+    traced_data_save_dir: str = "traced_data"
+    tracing: bool = True
+    strict: bool = True
+    qa_batch_size: int = 4
+    judge_batch_size: int = 4
+    qa_max_tokens: int | None = 256
+    judge_max_tokens: int | None = 64
+    judge_json_mode: bool = False
+    """Ask the judge for `response_format={"type": "json_object"}`."""
+    prompt_template: str = QA_TEMPLATE
+    add_question_timestamp: bool = False
+    metrics: list[str] = Field(default_factory=lambda: list(METRICS))
+    show_progress: bool = True
+
+
+@dataclass
+class _Item:
+    record: dict[str, Any]
+    qa: QuestionAnswerPair
+    memories: list[MemoryEntry]
+    context: str = ""
+    prediction: str | None = None
+    judge_response: str | None = None
+    error: str | None = None
+
+
+class EvaluationRunner:
+    """Answers and scores every searched question."""
+
+    def __init__(
+        self,
+        config: EvaluationRunnerConfig,
+        *,
+        qa_model: ChatModel,
+        judge_model: ChatModel | None = None,
+        context_builder: Callable[[list[MemoryEntry]], str] = default_context_builder,
+    ) -> None:
+        unknown = set(config.metrics) - set(METRICS)
+        if unknown:
+            from membase.exceptions import ConfigError
+
+            raise ConfigError(f"unknown metrics {sorted(unknown)}; choose from {list(METRICS)}")
+        if "llm_judge" in config.metrics and judge_model is None:
+            from membase.exceptions import ConfigError
+
+            raise ConfigError("metric llm_judge needs a judge model (or drop it from metrics)")
+        self.config = config
+        self.qa_model = qa_model
+        self.judge_model = judge_model
+        self.context_builder = context_builder
+        self.judge_template_name = judge_template_name(config.dataset_type)
+        self.judge_template = get_judge_template(self.judge_template_name)
+
+    @property
+    def output_path(self) -> Path:
+        """`<search results stem>_evaluation.json` next to the search results."""
+        src = Path(self.config.search_results_path)
+        return src.with_name(f"{src.stem}_evaluation.json")
+
+    def _load_results(self) -> list[dict[str, Any]]:
+        path = Path(self.config.search_results_path)
+        if not path.is_file():
+            raise DatasetError(f"search results {str(path)!r} not found; run the search stage first")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"search results {str(path)!r} are not valid JSON ({exc})") from exc
+        if not isinstance(data, list):
+            raise DatasetError(f"search results {str(path)!r} must hold a JSON list")
+        return data
+
+    def run(self) -> RunReport:
+        """Evaluate every searched question; returns the report (outputs written per user)."""
+        from tqdm.auto import tqdm
+
+        records = self._load_results()
+        by_user: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            by_user.setdefault(record["user_id"], []).append(record)
+        report = RunReport(stage="evaluation")
+        outputs: list[dict[str, Any]] = []
+        with tracing_switch(self.config.tracing), tqdm(
+            total=len(records), desc="evaluation", unit="q", disable=not self.config.show_progress
+        ) as bar:
+            for user_id, user_records in by_user.items():
+                try:
+                    outputs.extend(self._run_user(user_id, user_records, report))
+                    report.users_done.append(user_id)
+                except FATAL_ERRORS:
+                    atomic_write_json(self.output_path, outputs)
+                    raise
+                except Exception as exc:
+                    report.add_failure(user_id, user_id, exc)
+                    report.users_failed[user_id] = str(exc)
+                bar.update(len(user_records))
+                atomic_write_json(self.output_path, outputs)
+        report.outputs.insert(0, str(self.output_path))
+        report.usage = {"qa_model": self.qa_model.usage.as_dict(),
+                        "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
+        report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
+        _log_summary(outputs)
+        return report
+
+    # -- per user -------------------------------------------------------------------------------
+    def _run_user(self, user_id: str, records: list[dict[str, Any]], report: RunReport) -> list[dict[str, Any]]:
+        from smartcomment import comment_graph, comment_session
+
+        cfg = self.config
+        items = []
+        for record in records:
+            qa = QuestionAnswerPair.model_validate(record["qa_pair"])
+            memories = [MemoryEntry.model_validate(m) for m in record.get("retrieved_memories", [])]
+            item = _Item(record=record, qa=qa, memories=memories, context=self.context_builder(memories))
+            if record.get("error"):
+                item.error = f"search failed: {record['error']}"
+            items.append(item)
+
+        graph = read_graph(graph_file(cfg.traced_data_save_dir, user_id, "search"))
+        if graph is None and cfg.tracing:
+            logger.warning("no graph_search.json for %s; its evaluation graph starts empty", user_id)
+        if graph is not None:
+            graph.strict = cfg.strict
+        graph_kwargs = {"graph": graph} if graph is not None else {"user_id": user_id, "strict": cfg.strict}
+        with comment_graph(**graph_kwargs) as g, comment_session(
+            category="memory_evaluation",
+            comment="The memory layer is evaluated by answering the questions from retrieved memories.",
+            metadata={
+                "qa_model": self.qa_model.model,
+                "judge_model": self.judge_model.model if self.judge_model else None,
+                "qa_batch_size": cfg.qa_batch_size,
+                "judge_batch_size": cfg.judge_batch_size,
+                "add_question_timestamp": cfg.add_question_timestamp,
+            },
+        ):
+            self._answer_all(items, user_id, report)
+            if "llm_judge" in cfg.metrics:
+                self._judge_all(items, user_id, report)
+        if g is not None:
+            report.outputs.append(str(write_graph(g, graph_file(cfg.traced_data_save_dir, user_id, "evaluation"))))
+        self._count_done(items, report)
+        return [self._result(item, user_id) for item in items]
+
+    # -- question answering -------------------------------------------------------------------------
+    def _question_text(self, qa: QuestionAnswerPair) -> str:
+        text = qa.question
+        if "name" in qa.metadata:
+            text = f"{qa.metadata['name']}: {text}"
+        if self.config.add_question_timestamp and qa.timestamp:
+            text += f"\nQuestion Timestamp: {qa.timestamp}"
+        return text
+
+    def _ask(self, item: _Item) -> None:
+        if item.error is not None:
+            return
+        prompt = Template(self.config.prompt_template).safe_substitute(
+            question=self._question_text(item.qa), context=item.context
+        )
+        try:
+            result = self.qa_model.complete(
+                [{"role": "system", "content": QA_SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+                temperature=0.0, max_tokens=self.config.qa_max_tokens,
+            )
+            item.prediction = result.text.strip()
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:
+            item.error = f"question answering failed: {describe(exc)}"
+
+    def _answer_all(self, items: list[_Item], user_id: str, report: RunReport) -> None:
+        bounded_map(self._ask, items, self.config.qa_batch_size)
+        for item in items:
+            if item.error is not None:
+                report.add_failure(user_id, item.qa.id, RuntimeError(item.error))
+        if not _tracing_on():
+            return
+        from smartcomment import comment_variable
+
+        prompt_rv = comment_variable(
+            self.config.prompt_template, to_runtime=True, id_strategy=lambda _t: "question-answering-prompt",
+            category="prompt", metadata={"op_type": "question-answering"},
+            comment="The prompt template of the question-answering model.",
+        )
+        for item in items:
+            if item.prediction is not None:
+                self._trace_answer(item, prompt_rv)
+
+    def _trace_answer(self, item: _Item, prompt_rv: Any) -> None:
+        from smartcomment import comment_op, comment_op_scope
+
+        qa_id = item.qa.id
+        context_item = (item.context, {"class_name": "context", "category": "memory_context",
+                                       "comment": "The retrieved memories formatted for the QA model."})
+        memory_inputs = [
+            ({"id": m.trace_id}, {"id_strategy": lambda v: v["id"], "identity_only": True})
+            for m in item.memories if m.trace_id
+        ]
+        with comment_op_scope(op_name="question-answering", category="evaluation",
+                              comment="The QA model answers the question from the retrieved memories."):
+            comment_op(
+                inputs=memory_inputs, outputs=[context_item],
+                metadata={"source_code": _source_of(self.context_builder)},
+                comment="The retrieved memories are formatted into the context.", reuse_op=True,
+            )
+            comment_op(
+                inputs=[(item.qa.question, {"class_name": "query", "id_strategy": lambda _q: qa_id}),
+                        context_item, prompt_rv],
+                outputs=[(item.prediction, {"class_name": "prediction", "category": "llm_response",
+                                            "comment": "The QA model's answer."})],
+                comment="The QA model generates the answer.", reuse_op=True,
+            )
+
+    # -- judging ----------------------------------------------------------------------------------
+    def _judge(self, item: _Item) -> None:
+        if item.prediction is None:
+            return
+        assert self.judge_model is not None
+        prompt = fill_judge_prompt(self.judge_template, item.qa, item.prediction)
+        try:
+            result = self.judge_model.complete(
+                [{"role": "user", "content": prompt}], temperature=0.0, max_tokens=self.config.judge_max_tokens,
+                response_format={"type": "json_object"} if self.config.judge_json_mode else None,
+            )
+            item.judge_response = result.text
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:
+            item.error = f"judge failed: {describe(exc)}"
+
+    def _judge_all(self, items: list[_Item], user_id: str, report: RunReport) -> None:
+        bounded_map(self._judge, items, self.config.judge_batch_size)
+        for item in items:
+            if item.prediction is not None and item.judge_response is None:
+                report.add_failure(user_id, item.qa.id, RuntimeError(item.error or "no judge response"))
+        if not _tracing_on():
+            return
+        from smartcomment import comment_variable
+
+        template_rv = comment_variable(
+            self.judge_template, to_runtime=True, id_strategy=lambda _t: self.judge_template_name,
+            class_name="judge_prompt", category="prompt", metadata={"op_type": "llm-judge"},
+            comment="The prompt template of the judge model.",
+        )
+        for item in items:
+            if item.judge_response is not None:
+                self._trace_judgement(item, template_rv)
+
+    def _trace_judgement(self, item: _Item, template_rv: Any) -> None:
+        from smartcomment import comment_link, comment_op, comment_op_scope
+
+        qa_id = item.qa.id
+        score = parse_judge_response(item.judge_response or "")
+        judge_item = (item.judge_response, {"class_name": "judge_response", "category": "llm_response",
+                                            "comment": "The judge model's verdict."})
+        with comment_op_scope(op_name="llm-judge", category="evaluation",
+                              comment="The judge model decides whether the answer is correct."):
+            comment_op(
+                inputs=[
+                    (item.qa.question, {"class_name": "query", "id_strategy": lambda _q: qa_id}),
+                    (item.qa.golden_answers, {"class_name": "golden_answers", "encoding_fn": ", ".join,
+                                              "category": "golden_answers",
+                                              "comment": "The reference answers of the question."}),
+                    template_rv,
+                    (item.prediction, {"class_name": "prediction", "category": "llm_response"}),
+                ],
+                outputs=[judge_item], comment="The judge model gives its verdict.", reuse_op=True,
+            )
+            comment_link(
+                source=judge_item,
+                target=(score, {"class_name": "judge_score", "comment": "The judge score (1.0 correct)."}),
+                comment="The verdict is parsed into a score.",
+                edge_metadata={"source_code": _source_of(parse_judge_response)},
+            )
+
+    # -- results ----------------------------------------------------------------------------------
+    def _result(self, item: _Item, user_id: str) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        if item.prediction is not None:
+            refs = item.qa.golden_answers
+            if "f1" in self.config.metrics:
+                metrics["f1"] = {"value": token_f1(item.prediction, refs), "metadata": {}}
+            if "bleu" in self.config.metrics:
+                metrics["bleu"] = {"value": bleu_score(item.prediction, refs), "metadata": {}}
+            if item.judge_response is not None:
+                metrics["llm_judge"] = {"value": parse_judge_response(item.judge_response),
+                                        "metadata": {"judge_response": item.judge_response}}
+        out = {
+            "qa_pair": item.record["qa_pair"],
+            "prediction": item.prediction,
+            "metrics": metrics,
+            "retrieved_memories": item.record.get("retrieved_memories", []),
+            "user_id": user_id,
+        }
+        if item.error is not None:
+            out["error"] = item.error
+        return out
+
+    @staticmethod
+    def _count_done(items: list[_Item], report: RunReport) -> None:
+        with report._lock:
+            report.items_done += sum(1 for item in items if item.error is None)
+
+
+def _tracing_on() -> bool:
+    from membase.layers.tracing import tracing_active
+
+    return tracing_active()
+
+
+def _source_of(fn: Callable[..., Any]) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return getattr(fn, "__qualname__", repr(fn))
+
+
+def _log_summary(outputs: list[dict[str, Any]]) -> None:
+    by_type: dict[str, dict[str, list[float]]] = {}
+    for out in outputs:
+        qtype = str(out["qa_pair"].get("metadata", {}).get("question_type", "all"))
+        for name, result in out["metrics"].items():
+            by_type.setdefault(qtype, {}).setdefault(name, []).append(result["value"])
+    for qtype, metrics in sorted(by_type.items()):
+        means = ", ".join(f"{n}={sum(v) / len(v):.3f}" for n, v in sorted(metrics.items()))
+        logger.info("evaluation %s: %s", qtype, means)
