@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
-from toolkits._base import AgentBaseConfig, ApiPool, redact, resolve_api_pool
+from toolkits._base import AgentBaseConfig, ApiPool, CredentialError, redact, resolve_api_pool
 from toolkits._case_cache import CaseCache, cache_key
 from toolkits.metrics import ERROR_TYPES
 from toolkits.retrieval import (
@@ -290,8 +290,9 @@ class MemTraceRunner:
     def _default_model_factory(self, ctx: StrategyContext) -> Any:
         from graphtrace.agent_models import build_openai_chat_model
 
-        assert self._api_pool is not None
-        cred = self._api_pool.credential_for(ctx.case_index)
+        cred = ctx.credential
+        if cred is None:
+            raise CredentialError("no credentials for the chat model: pass --api-config-path or set OPENAI_BASE_URL")
         return build_openai_chat_model(
             self.config.model,
             cred.api_key,
@@ -490,6 +491,7 @@ class MemTraceRunner:
                         if strategy.needs_model
                         else None,
                         timeout=self.config.case_timeout_s,
+                        credential=self._api_pool.credential_for(index) if self._api_pool else None,
                     )
                     await self._attempts(strategy, ctx, result)
             except Exception as exc:  # noqa: BLE001 - retrieval/graph errors stay with this case
@@ -498,6 +500,9 @@ class MemTraceRunner:
         if result.failure is not None:
             result.failure = redact(result.failure, self._secrets())
             result.prediction = None
+        elif result.prediction is not None:
+            # a model can echo anything it was shown; keys must not reach the cache or outputs
+            result.prediction = {k: redact(v, self._secrets()) for k, v in result.prediction.items()}
         costs.executed_cases += 1
         costs.failed_cases += 0 if result.ok else 1
         costs.total_input_tokens += result.usage["input_tokens"]
@@ -566,8 +571,12 @@ class MemTraceRunner:
         else:
             graph_list = [graphs] * len(cases)
         strategy = get_strategy(self.config.exploration_strategy)
-        if strategy.needs_model and self._model_factory is None and self._api_pool is None:
-            self._api_pool = resolve_api_pool(self.config)
+        if strategy.needs_model and self._api_pool is None:
+            try:
+                self._api_pool = resolve_api_pool(self.config)
+            except CredentialError:
+                if self._model_factory is None:
+                    raise
         if self._api_pool is not None and batch_size > self._api_pool.size and strategy.needs_model:
             warnings.warn(
                 f"batch_size {batch_size} exceeds the {self._api_pool.size} credential slot(s): "

@@ -59,6 +59,8 @@ class StrategyContext:
     """Builds this case's chat model (None for strategies that need none)."""
     timeout: float | None
     """Wall-clock budget of one attempt in seconds (None = unlimited)."""
+    credential: Any = None
+    """The case's credential slot (a ``toolkits._base.Credential``; None without a pool)."""
 
     def build_model(self) -> Any:
         """A fresh chat model for this case.

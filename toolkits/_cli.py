@@ -1,0 +1,59 @@
+"""Argument groups shared by the evaluation CLIs (retrieval and embedding flags)."""
+
+from __future__ import annotations
+
+import argparse
+
+from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
+
+__all__ = ["add_retrieval_arguments", "positive_int"]
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the reference's retrieval/embedding flags plus ours (provider, cache, algorithm)."""
+    group = parser.add_argument_group("evidence retrieval")
+    group.add_argument("--retrieval-type", choices=RETRIEVAL_TYPES, default="hybrid")
+    group.add_argument("--starting-point-query-type", choices=QUERY_TYPES, default="query_with_golden_answer")
+    group.add_argument("--candidate-multiplier", type=positive_int, default=2)
+    group.add_argument(
+        "--retrieval-algorithm",
+        choices=("ours", "reference"),
+        default="ours",
+        help="ours: Unicode tokenizer with stemming, message content as text, zero-score BM25 hits dropped; "
+        "reference: ASCII [a-z0-9_]+ BM25 over the raw JSON value (default: ours)",
+    )
+    group.add_argument(
+        "--embedding-provider",
+        choices=("auto", "local", "openai", "hashing"),
+        default="auto",
+        help="auto: the OpenAI-compatible endpoint when --embedding-base-url is given, else local MiniLM; "
+        "hashing: deterministic fake for smoke tests",
+    )
+    group.add_argument(
+        "--embedding-model-name",
+        default=None,
+        help="embedding model (default: all-MiniLM-L6-v2 locally, text-embedding-3-small on an endpoint)",
+    )
+    group.add_argument(
+        "--embedding-dimensions",
+        type=positive_int,
+        default=None,
+        help="requested embedding dimension on an endpoint, e.g. 2560 for Qwen3-Embedding-4B (default: native)",
+    )
+    group.add_argument("--embedding-base-url", default=None)
+    group.add_argument("--embedding-api-key", default=None)
+    group.add_argument("--embedding-batch-size", type=positive_int, default=16)
+    group.add_argument(
+        "--embedding-cache-dir", default=None, help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)"
+    )
