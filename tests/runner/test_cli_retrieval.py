@@ -1,0 +1,42 @@
+import json
+
+import pytest
+
+import eval_retrieval_performance
+
+
+def test_recall_lines_per_source_and_overall(bench_dir, tmp_path, capsys):
+    out = tmp_path / "recall.json"
+    code = eval_retrieval_performance.main(
+        [str(bench_dir), "mem0", "--k", "1", "--retrieval-type", "sparse", "--output-path", str(out)]
+    )
+    assert code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("recall@1 (LoCoMo): micro=")
+    assert lines[1].startswith("recall@1 (LongMemEval): micro=")
+    assert lines[2].startswith("recall@1 (overall): micro=") and lines[2].endswith("(4 cases)")
+    data = json.loads(out.read_text())
+    # query + golden answer "Sweden" finds U1:D2:2 at rank 1 for both of its cases
+    assert data["recall"]["overall"]["cases"] == 4
+    assert data["recall"]["overall"]["micro"] >= 0.5
+
+
+@pytest.mark.parametrize("retrieval_type", ["dense", "hybrid"])
+def test_dense_types_run_with_fake_embedder(bench_dir, retrieval_type, capsys):
+    code = eval_retrieval_performance.main(
+        [str(bench_dir), "mem0", "--k", "5", "--retrieval-type", retrieval_type, "--embedding-provider", "hashing"]
+    )
+    assert code == 0
+    overall = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "micro=1.0000 macro=1.0000 (4 cases)" in overall  # k=5 covers all 5 messages
+
+
+def test_reference_algorithm_flag(bench_dir, capsys):
+    assert eval_retrieval_performance.main([str(bench_dir), "mem0", "--k", "2", "--retrieval-type", "sparse",
+                                            "--retrieval-algorithm", "reference"]) == 0
+    assert "(overall)" in capsys.readouterr().out
+
+
+def test_missing_data_exit_2(tmp_path, capsys):
+    assert eval_retrieval_performance.main([str(tmp_path), "rag"]) == 2
+    assert "error:" in capsys.readouterr().err
