@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from graphtrace.prompts import TRACE_ATTRIBUTION_INSTRUCTIONS, TRACE_SEARCH_SYSTEM_PROMPT, build_task_prompt
 from obstrace.notebook import CCTraceNotebook
-from obstrace.prompts import OBS_INSTRUCTIONS, OBS_SYSTEM_PROMPT, OBS_TASK_TEMPLATE
 
 __all__ = [
     "AGENT_NAME",
@@ -60,14 +60,17 @@ def context_config_for(model: Any, context_window: int, keep_recent: int = 3) ->
     return ContextConfig(trigger_ratio=trigger, reserve_ratio=reserve, compression_fallback_to_truncation=True)
 
 
-def obs_task_text(case: Any, instructions: str = OBS_INSTRUCTIONS) -> str:
+def obs_task_text(case: Any, instructions: str = TRACE_ATTRIBUTION_INSTRUCTIONS) -> str:
     """Render the OBS task prompt for a failed case (question, golden answer, wrong answer).
+
+    The evidence is not in the task: the notebook's hint shows it before every model call.
 
     Args:
         case: A ``FailedQueryCase`` (``query``, ``golden_answer``, ``prediction`` are read).
-        instructions: Attribution instructions to embed.
+        instructions: Attribution instructions to embed (the trace variant, never a prior).
     """
-    return OBS_TASK_TEMPLATE.format(
+    return build_task_prompt(
+        "operation_block_search",
         instructions=instructions,
         question=case.query,
         golden_answer=case.golden_answer,
@@ -106,7 +109,7 @@ def build_obs_agent(
     max_iters: int = 200,
     context_window: int = 272_000,
     keep_recent: int = 3,
-    system_prompt: str = OBS_SYSTEM_PROMPT,
+    system_prompt: str = TRACE_SEARCH_SYSTEM_PROMPT,
 ) -> Any:
     """Build the OBS agent: the notebook's four tools, its hint before every model call.
 

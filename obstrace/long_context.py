@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graphtrace.prompts import (
+    LONG_CONTEXT_SYSTEM_PROMPT,
+    TRACE_ATTRIBUTION_INSTRUCTIONS,
+    build_task_prompt,
+    format_source_evidence,
+)
 from obstrace._flatten import BLOCK_SEPARATOR, EMPTY_LOG, FlatBlock, render_operation_blocks
 from obstrace._tokens import TokenCounter, default_token_counter
-from obstrace.prompts import (
-    LONG_CONTEXT_SYSTEM_PROMPT,
-    LONG_CONTEXT_TASK_TEMPLATE,
-    NO_SOURCE_EVIDENCE,
-    OBS_INSTRUCTIONS,
-)
 
 __all__ = [
     "BudgetedTrace",
@@ -185,22 +185,14 @@ def evidence_op_ids(graph: Any, evidence_nodes: Sequence[Any] | None) -> set[str
 
 def render_source_evidence(graph: Any, evidence_nodes: Sequence[Any] | None) -> str:
     """Render the evidence list of the long-context prompt (unknown ids: warning, skipped)."""
-    chunks: list[str] = []
+    variables = []
     for item in evidence_nodes or ():
         node_id = _node_id(item)
         try:
-            variable = graph.get_variable(node_id)
+            variables.append(graph.get_variable(node_id))
         except (KeyError, LookupError):
             warnings.warn(f"source evidence {node_id!r} is not in the graph; skipped", stacklevel=2)
-            continue
-        raw = getattr(variable, "raw_value", None)
-        chunks.append(
-            f"### Source Evidence {len(chunks) + 1}\n"
-            f"Full Node Identifier: {node_id}\n"
-            f"Creation Timestamp In Execution Graph: {variable.created_at}\n"
-            f"Value: {raw if raw is not None else variable.value}"
-        )
-    return "\n\n".join(chunks) if chunks else NO_SOURCE_EVIDENCE
+    return format_source_evidence(variables)
 
 
 def build_long_context_task(
@@ -234,19 +226,19 @@ def build_long_context_task(
         raise ValueError(f"full_log_token_limit must be >= 1, got {full_log_token_limit}")
     count = token_counter or default_token_counter()
     fields = {
-        "instructions": OBS_INSTRUCTIONS,
+        "instructions": TRACE_ATTRIBUTION_INSTRUCTIONS,
         "question": case.query,
         "golden_answer": case.golden_answer,
         "prediction": case.prediction,
         "source_evidence": render_source_evidence(graph, evidence_nodes),
     }
-    overhead = count(LONG_CONTEXT_TASK_TEMPLATE.format(**fields, execution_trace="")) + count(system_prompt)
+    overhead = count(build_task_prompt("long_context", **fields)) + count(system_prompt)
     budget = max(0, full_log_token_limit - overhead)
     blocks = render_operation_blocks(graph, include_variable_ids=include_variable_ids)
     trace = budget_trace(
         blocks, budget, pinned_op_ids=evidence_op_ids(graph, evidence_nodes), token_counter=count
     )
-    return LONG_CONTEXT_TASK_TEMPLATE.format(**fields, execution_trace=trace.text), trace
+    return build_task_prompt("long_context", **fields, execution_trace=trace.text), trace
 
 
 def build_long_context_agent(*, model: Any, max_iters: int = 200, system_prompt: str = LONG_CONTEXT_SYSTEM_PROMPT) -> Any:

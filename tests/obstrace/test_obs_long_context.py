@@ -8,6 +8,7 @@ import re
 import pytest
 
 from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace.prompts import LONG_CONTEXT_SYSTEM_PROMPT, NO_SOURCE_EVIDENCE
 from obstrace import (
     attribute_case_long_context,
     budget_trace,
@@ -17,7 +18,6 @@ from obstrace import (
     render_operation_blocks,
 )
 from obstrace.long_context import elision_marker, evidence_op_ids, render_source_evidence
-from obstrace.prompts import LONG_CONTEXT_SYSTEM_PROMPT, NO_SOURCE_EVIDENCE
 
 REASON = (
     "The extraction op read the Sweden message; the decision that followed wrote Norway into "
