@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from smartcomment import ExecNetworkKeyError, GraphFormatError
 from smartcomment.runtime.network import ExecNetwork
+from smartcomment.runtime.operation import RuntimeOp
+from smartcomment.schema.operation import OpRecord
 
 FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "smartcomment-0.1.2" / "sc012_toy_search.json"
 pytestmark = pytest.mark.skipif(not FIXTURE.is_file(), reason="shared fixtures not available")
@@ -143,8 +145,9 @@ def test_removal_cascades_and_reserved_ids() -> None:
     assert not graph.search_variables(class_name="query")
     other = ExecNetwork(graph_id="g2")
     with pytest.raises(ValueError, match="reserved"):
-        other.add_session(ExecNetwork.import_graph(DATA).get_session("__none__")) if False else other.add_operation(
-            type(op)(type(op.op)(op_id="__none_op__", graph_id="g", session_id="s", filename="f", lineno=1))
-        )
+        other.add_session(ExecNetwork.import_graph(DATA).get_session("__none__"))
+    sentinel_op = RuntimeOp(OpRecord(op_id="__none_op__", graph_id="g", session_id="s", filename="f", lineno=1))
+    with pytest.raises(ValueError, match="reserved"):
+        other.add_operation(sentinel_op)
     copied = other.add_session(graph.get_all_sessions()[0])
     assert copied.graph_id == "g2" and other.session_count == 1
