@@ -1,7 +1,9 @@
-import json, sys
-from smartcomment.runtime.network import ExecNetwork
-from smartcomment.runtime.graph import RuntimeGraph
+import json
+import sys
+
 from smartcomment import comment_graph, comment_op_scope, comment_session
+from smartcomment.runtime.network import ExecNetwork
+
 fx = sys.argv[1]
 out = {}
 g = ExecNetwork.import_graph(json.load(open(f"{fx}/sc012_toy_evaluation.json")))

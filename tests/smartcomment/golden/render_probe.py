@@ -2,7 +2,9 @@
 
 Runs unchanged against the reference package (in a separate venv) and against ours.
 """
-import json, sys
+import json
+import sys
+
 from smartcomment.runtime.network import ExecNetwork
 
 fx = sys.argv[1]
@@ -42,6 +44,7 @@ for name in ["sc012_toy_evaluation.json", "sc012_edge_cases.json"]:
     out[f"{name}:full:md"] = full.to_markdown()
     out[f"{name}:repr"] = repr(full)
 from smartcomment.runtime.graph import RuntimeGraph
+
 out["empty:xml"] = RuntimeGraph(nodes=[], edges=[], ops=[]).to_xml()
 out["empty:md"] = RuntimeGraph(nodes=[], edges=[], ops=[]).to_markdown()
 json.dump(out, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
