@@ -1,0 +1,220 @@
+"""`python -m membase construct|search|evaluate|run`: run a memory layer over a dataset slice.
+
+The layer config is a JSON file `{"layer_type": "NaiveRAG", <layer config fields>...}` (the
+fields of the layer's config class except `user_id` and `save_dir`). Outputs go under
+`--output-dir`: `memory/<user>/` (saved memories, results files, run reports) and
+`traced_data/<user>/graph_{construction,search,evaluation}.json`.
+
+Exit codes: 0 success (failed messages/questions are listed in the reports), 2 bad input or an
+unreachable model endpoint (one-line message on stderr), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from membase.exceptions import ConfigError, MemBaseError
+
+__all__ = ["cli", "main"]
+
+logger = logging.getLogger("membase")
+
+
+def _load_layer_config(path: str) -> tuple[str, dict[str, Any]]:
+    from membase.layers import build_layer_config
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"layer config {path!r} not found; pass a JSON file with a layer_type key")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"layer config {path!r} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict) or "layer_type" not in data:
+        raise ConfigError(f"layer config {path!r} must be a JSON object with a layer_type key")
+    layer_type = data.pop("layer_type")
+    for key in ("user_id", "save_dir"):
+        if key in data:
+            raise ConfigError(f"layer config {path!r}: remove {key!r}, the runners set it per user")
+    build_layer_config(layer_type, user_id="config-check", **data)  # fails early on a wrong key
+    return layer_type, data
+
+
+def _dataset(args: argparse.Namespace) -> Any:
+    from membase.datasets import load_dataset
+
+    dataset = load_dataset(args.dataset_type, args.dataset)
+    return dataset.select(args.start_idx, args.end_idx)
+
+
+def _chat_model(spec: str, args: argparse.Namespace) -> Any:
+    """`fake:<reply>` gives a fixed-reply fake model; anything else is an endpoint model name."""
+    if spec.startswith("fake:"):
+        from membase.clients.fake import FunctionChatModel
+
+        reply = spec.split(":", 1)[1]
+        return FunctionChatModel(lambda _messages, **_kw: reply, model=spec)
+    from membase.clients import ChatClient, CredentialPool
+
+    pool = CredentialPool.resolve(api_config_path=args.api_config)
+    return ChatClient(spec, credentials=pool, timeout=args.timeout, max_retries=args.max_retries,
+                      cache_dir=args.cache_dir)
+
+
+def _paths(args: argparse.Namespace) -> tuple[str, str]:
+    out = Path(args.output_dir)
+    return str(out / "memory"), str(out / "traced_data")
+
+
+def _construct(args: argparse.Namespace) -> dict[str, Any]:
+    from membase.runners import ConstructionRunner, ConstructionRunnerConfig
+
+    layer_type, memory_config = _load_layer_config(args.layer_config)
+    save_dir, traced = _paths(args)
+    runner = ConstructionRunner(ConstructionRunnerConfig(
+        layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
+        tracing=args.tracing, num_workers=args.num_workers, rerun=args.rerun, fail_fast=args.fail_fast,
+        show_progress=not args.quiet,
+    ))
+    return runner.run(_dataset(args)).as_dict()
+
+
+def _search_runner(args: argparse.Namespace) -> Any:
+    from membase.runners import SearchRunner, SearchRunnerConfig
+
+    layer_type, memory_config = _load_layer_config(args.layer_config)
+    save_dir, traced = _paths(args)
+    return SearchRunner(SearchRunnerConfig(
+        layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
+        top_k=args.top_k, tracing=args.tracing, skip_question_types=args.skip_question_types,
+        start_idx=args.start_idx, end_idx=args.end_idx, show_progress=not args.quiet,
+    ))
+
+
+def _search(args: argparse.Namespace) -> dict[str, Any]:
+    return _search_runner(args).run(_dataset(args)).as_dict()
+
+
+def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    from membase.runners import EvaluationRunner, EvaluationRunnerConfig
+
+    results = args.search_results or str(_search_runner(args).results_path)
+    _, traced = _paths(args)
+    metrics = args.metrics.split(",") if args.metrics else ["f1", "bleu", "llm_judge"]
+    runner = EvaluationRunner(
+        EvaluationRunnerConfig(
+            search_results_path=results, dataset_type=args.dataset_type, traced_data_save_dir=traced,
+            tracing=args.tracing, qa_batch_size=args.qa_batch_size, judge_batch_size=args.judge_batch_size,
+            metrics=metrics, show_progress=not args.quiet,
+        ),
+        qa_model=_chat_model(args.qa_model, args),
+        judge_model=_chat_model(args.judge_model, args) if "llm_judge" in metrics else None,
+    )
+    return runner.run().as_dict()
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    return {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
+
+
+def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None:
+    if needs_layer:
+        p.add_argument("--layer-config", required=True, help="JSON file: {\"layer_type\": ..., fields...}")
+    p.add_argument("--dataset", default="../shared/data/locomo/locomo10.json", help="dataset file")
+    p.add_argument("--dataset-type", default="LoCoMo")
+    p.add_argument("--start-idx", type=int, default=None, help="first trajectory of the slice (0-based)")
+    p.add_argument("--end-idx", type=int, default=None, help="end of the slice (exclusive)")
+    p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
+    p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--skip-question-types", nargs="*", default=[], help="e.g. adversarial")
+
+
+def _add_construct(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--num-workers", type=int, default=1)
+    p.add_argument("--rerun", action="store_true", help="rebuild users whose memory is saved")
+    p.add_argument("--fail-fast", action="store_true", help="stop a user at its first failing message")
+
+
+def _add_evaluate(p: argparse.ArgumentParser, *, standalone: bool) -> None:
+    if standalone:
+        p.add_argument("--search-results", default=None,
+                       help="results file of the search stage (default: derived from the other flags)")
+    p.add_argument("--qa-model", default="gpt-4.1-mini", help="model name, or fake:<fixed reply>")
+    p.add_argument("--judge-model", default="gpt-4.1-mini", help="model name, or fake:<fixed reply>")
+    p.add_argument("--api-config", default=None, help='api_config.json {"api_keys": [...], "base_urls": [...]}')
+    p.add_argument("--cache-dir", default=None, help="replay identical model calls from this folder")
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--max-retries", type=int, default=3)
+    p.add_argument("--qa-batch-size", type=int, default=4)
+    p.add_argument("--judge-batch-size", type=int, default=4)
+    p.add_argument("--metrics", default=None, help="comma list of f1,bleu,llm_judge")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the CLI."""
+    parser = argparse.ArgumentParser(prog="python -m membase", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("construct", help="build memories and graph_construction.json")
+    _add_common(p)
+    _add_construct(p)
+    p = sub.add_parser("search", help="retrieve memories per question and graph_search.json")
+    _add_common(p)
+    _add_search(p)
+    p = sub.add_parser("evaluate", help="answer, score and graph_evaluation.json")
+    _add_common(p)
+    _add_search(p)
+    _add_evaluate(p, standalone=True)
+    p = sub.add_parser("run", help="construct, search and evaluate")
+    _add_common(p)
+    _add_construct(p)
+    _add_search(p)
+    _add_evaluate(p, standalone=False)
+    p.set_defaults(search_results=None)
+    return parser
+
+
+_COMMANDS = {"construct": _construct, "search": _search, "evaluate": _evaluate, "run": _run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        summary = _COMMANDS[args.command](args)
+    except MemBaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; files written so far are complete", file=sys.stderr)
+        return 130
+    print(json.dumps(_brief(summary), indent=2))
+    return 0
+
+
+def _brief(summary: dict[str, Any]) -> dict[str, Any]:
+    if "stage" not in summary:
+        return {k: _brief(v) for k, v in summary.items()}
+    return {
+        "stage": summary["stage"], "users_done": len(summary["users_done"]),
+        "users_skipped": len(summary["users_skipped"]), "users_failed": summary["users_failed"],
+        "items_done": summary["items_done"], "failures": len(summary["failures"]), "outputs": summary["outputs"][:3],
+    }
+
+
+def cli() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
