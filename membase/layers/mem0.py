@@ -1,0 +1,331 @@
+"""Mem0 layer: the real mem0ai 1.0.5 (fact extraction -> ADD/UPDATE/DELETE/NONE decision), traced.
+
+mem0 is imported lazily by `import_mem0()`, which first sets `MEM0_TELEMETRY=False` and, unless
+already set, `MEM0_DIR` to a folder under the layer's `save_dir` (mem0 reads both once, at import,
+and creates `MEM0_DIR`). Our chat model and embedder are plugged in through mem0's provider
+factories (`mem0_adapters`); the vector store is qdrant local mode under `save_dir/qdrant` (one
+client per folder, shared with mem0's migrations collection so that nothing lands elsewhere);
+the history database lives in `save_dir/history.db`.
+
+Tracing is applied from outside (`mem0_tracing.Mem0Tracer` patch specs, installed with
+`MonkeyPatcher` around each `memory.add`). A mem0 failure on one message is logged, appended to
+`layer.failures` and the run continues.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from membase.exceptions import ConfigError
+from membase.layers.base import MemBaseConfig, MemBaseLayer
+from membase.layers.tracing import query_variable, trace_message, tracing_active
+from membase.types import MemoryEntry, Message
+from membase.utils.io import atomic_write_json
+from membase.utils.patching import MonkeyPatcher, PatchSpec
+
+__all__ = ["Mem0Config", "Mem0Layer", "import_mem0", "metadata_suffix"]
+
+logger = logging.getLogger(__name__)
+
+FAILURES_FILENAME = "failures.json"
+
+
+def metadata_suffix(message: Message) -> str:
+    """The speaker suffix appended to each message's content before mem0 sees it."""
+    return (
+        f"\nBelow is this message's metadata:\nSpeaker Name: {message.name}\nSpeaker Role: {message.role}\n"
+    )
+
+
+def import_mem0(mem0_dir: str | Path | None = None) -> Any:
+    """Import mem0 with telemetry off and its folder under our control.
+
+    Args:
+        mem0_dir: value for `MEM0_DIR` when the environment has none (mem0 creates it on import).
+
+    Returns:
+        The `mem0` module.
+
+    Raises:
+        ConfigError: mem0ai is not installed, or it was imported earlier with telemetry on.
+    """
+    os.environ["MEM0_TELEMETRY"] = "False"
+    if mem0_dir is not None and not os.environ.get("MEM0_DIR"):
+        os.environ["MEM0_DIR"] = str(mem0_dir)
+    try:
+        import mem0
+        import mem0.memory.telemetry as telemetry
+    except ImportError as exc:
+        raise ConfigError(
+            f"the Mem0 layer needs mem0ai 1.0.5: pip install 'memtrace-llm[mem0]' ({exc})"
+        ) from None
+    if telemetry.MEM0_TELEMETRY:
+        raise ConfigError(
+            "mem0 was imported before membase could switch its telemetry off; set MEM0_TELEMETRY=False "
+            "in the environment before anything imports mem0"
+        )
+    from membase.layers.mem0_adapters import register_providers
+
+    register_providers()
+    return mem0
+
+
+class Mem0Config(MemBaseConfig):
+    """Mem0 layer configuration (JSON keys of the layer-config file)."""
+
+    llm_provider: Literal["openai", "fake"] = "openai"
+    """`openai`: any OpenAI-compatible endpoint; `fake`: the deterministic `mem0_fake` model."""
+    llm_model: str = "gpt-4.1-mini"
+    llm_config: dict[str, Any] = Field(default_factory=dict)
+    """`temperature` (0.0), `max_tokens` (2000), `api_key`, `base_url`, `api_config_path`, `cache_dir`."""
+    embedder_provider: Literal["huggingface", "minilm", "openai", "fake"] = "huggingface"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_model_dims: int = 384
+    embedding_config: dict[str, Any] = Field(default_factory=dict)
+    """`base_url`, `api_key` for an OpenAI-compatible embedding endpoint."""
+    collection_name: str | None = None
+    """qdrant collection; None uses the user id."""
+    qdrant_path: str | None = None
+    """qdrant local folder; None uses `save_dir/qdrant`; `:memory:` keeps nothing on disk."""
+    history_db_path: str | None = None
+    """mem0's SQLite history; None uses `save_dir/history.db`."""
+    custom_fact_extraction_prompt: str | None = None
+    custom_update_memory_prompt: str | None = None
+
+    def get_llm_models(self) -> list[str]:
+        """The chat model this layer calls."""
+        return [self.llm_model]
+
+
+def _build_chat_model(config: Mem0Config) -> Any:
+    if config.llm_provider == "fake":
+        from membase.layers.mem0_fake import make_mem0_fake
+
+        return make_mem0_fake(model=config.llm_model)
+    from membase.clients import ChatClient, CredentialPool
+
+    opts = config.llm_config
+    if opts.get("api_config_path"):
+        credentials = CredentialPool.from_api_config(opts["api_config_path"])
+    elif opts.get("api_key") or opts.get("base_url"):
+        credentials = CredentialPool([opts.get("api_key") or "EMPTY"], [opts.get("base_url")])
+    else:
+        credentials = None
+    return ChatClient(config.llm_model, credentials=credentials, cache_dir=opts.get("cache_dir"))
+
+
+def _build_embedder(config: Mem0Config) -> Any:
+    from membase.clients import build_embedder
+
+    provider = config.embedder_provider
+    if provider == "fake":
+        return build_embedder("fake", dim=config.embedding_model_dims)
+    if provider in ("huggingface", "minilm"):
+        return build_embedder(f"huggingface:{config.embedding_model}", dim=config.embedding_model_dims)
+    return build_embedder(
+        f"openai:{config.embedding_model}", dim=config.embedding_model_dims, **config.embedding_config
+    )
+
+
+class Mem0Layer(MemBaseLayer):
+    """mem0ai 1.0.5 behind the `MemBaseLayer` interface."""
+
+    layer_type = "Mem0"
+    config_cls = Mem0Config
+
+    def __init__(self, config: Mem0Config, *, chat_model: Any = None, embedder: Any = None) -> None:
+        """Build the layer.
+
+        Args:
+            config: the layer config.
+            chat_model: overrides the model built from the config (any `complete(...)` model).
+            embedder: overrides the embedder built from the config.
+        """
+        super().__init__(config)
+        self.save_path.mkdir(parents=True, exist_ok=True)
+        import_mem0(self.save_path.resolve() / ".mem0")
+        self.chat_model = chat_model if chat_model is not None else _build_chat_model(config)
+        self.embedder = embedder if embedder is not None else _build_embedder(config)
+        self.failures: list[dict[str, str]] = []
+        self._qdrant: Any = None
+        self.memory = self._build_memory()
+        from membase.layers.mem0_tracing import Mem0Tracer
+
+        self.tracer = Mem0Tracer(
+            self.memory,
+            llm_model=config.llm_model,
+            embedding_model=getattr(self.embedder, "model_name", "unknown"),
+        )
+        self._message_count = 0
+
+    def _build_memory(self) -> Any:
+        from mem0 import Memory
+        from mem0.configs.base import MemoryConfig
+        from mem0.embeddings.configs import EmbedderConfig
+        from mem0.llms.configs import LlmConfig
+        from mem0.vector_stores.configs import VectorStoreConfig
+        from qdrant_client import QdrantClient
+
+        from membase.layers.mem0_adapters import EMBEDDER_KEY, PROVIDER
+
+        cfg = self.config
+        opts = cfg.llm_config
+        qdrant_path = cfg.qdrant_path or str(self.save_path / "qdrant")
+        self._qdrant = (
+            QdrantClient(":memory:") if qdrant_path == ":memory:" else QdrantClient(path=qdrant_path)
+        )
+        # mem0's config validators only know their own providers; ours is registered in the factories.
+        llm = LlmConfig.model_construct(
+            provider=PROVIDER,
+            config={
+                "chat_model": self.chat_model,
+                "model": cfg.llm_model,
+                "temperature": opts.get("temperature", 0.0),
+                "max_tokens": opts.get("max_tokens", 2000),
+            },
+        )
+        embedder = EmbedderConfig.model_construct(
+            provider=PROVIDER,
+            config={
+                "model": getattr(self.embedder, "model_name", cfg.embedding_model),
+                "embedding_dims": cfg.embedding_model_dims,
+                "model_kwargs": {EMBEDDER_KEY: self.embedder},
+            },
+        )
+        memory_config = MemoryConfig(
+            llm=llm,
+            embedder=embedder,
+            vector_store=VectorStoreConfig(
+                provider="qdrant",
+                config={
+                    "collection_name": cfg.collection_name or cfg.user_id,
+                    "embedding_model_dims": cfg.embedding_model_dims,
+                    "client": self._qdrant,
+                },
+            ),
+            history_db_path=cfg.history_db_path or str(self.save_path / "history.db"),
+            custom_fact_extraction_prompt=cfg.custom_fact_extraction_prompt,
+            custom_update_memory_prompt=cfg.custom_update_memory_prompt,
+        )
+        with warnings.catch_warnings():
+            # mem0 asks the (local) qdrant for payload indexes, which local mode ignores with a warning.
+            warnings.simplefilter("ignore", UserWarning)
+            return Memory(memory_config)
+
+    # -- ingestion ---------------------------------------------------------------------------
+    def add_message(self, message: Message, **kwargs: Any) -> None:
+        """Send one message through mem0's inferring `add` (failures are recorded, not raised)."""
+        content = message.content + metadata_suffix(message)
+        registered = trace_message(message, content, variable_name="raw_input_1") is not None
+        metadata = {**message.metadata, "timestamp": message.timestamp, "speakers": message.name}
+        try:
+            with MonkeyPatcher(self.tracer.patch_specs()):
+                self.memory.add(
+                    messages={"role": message.role, "content": content, "name": message.name},
+                    user_id=self.config.user_id,
+                    metadata=metadata,
+                )
+        except Exception as exc:  # one bad message must not stop the run
+            error = f"({type(exc).__name__}) {exc}"
+            logger.warning("mem0 failed on message %s: %s", message.id, error)
+            self.failures.append({"message_id": message.id, "error": error})
+        finally:
+            if registered:
+                from smartcomment import current_context
+
+                ctx = current_context()
+                if ctx is not None:
+                    try:
+                        ctx.remove_variable("raw_input_1")
+                    except NameError:
+                        pass
+        self._message_count += 1
+
+    def tracing_patch_specs(self) -> list[PatchSpec]:
+        """The tracing patches `add_message` installs (exposed for inspection and reuse)."""
+        return self.tracer.patch_specs()
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int = 10, **kwargs: Any) -> list[MemoryEntry]:
+        """Search mem0 and return entries whose `trace_id` is `memory-unit-<mem0 id>`."""
+        query_rv = query_variable()
+        results = self.memory.search(query, user_id=self.config.user_id, limit=k).get("results", [])
+        entries = []
+        for hit in results:
+            meta = dict(hit.get("metadata") or {})
+            timestamp = meta.get("timestamp")
+            entries.append(
+                MemoryEntry(
+                    content=hit.get("memory", ""),
+                    formatted_content=f"Memory: {hit.get('memory', '')}\nTime: {timestamp}",
+                    metadata={
+                        **meta,
+                        "id": hit["id"],
+                        "score": hit.get("score"),
+                        "created_at": hit.get("created_at"),
+                        "updated_at": hit.get("updated_at"),
+                        "trace_id": f"memory-unit-{hit['id']}",
+                    },
+                )
+            )
+        if tracing_active():
+            self.tracer.record_search(query_rv, results, k)
+        return entries
+
+    def delete(self, memory_id: str) -> bool:
+        """Delete one mem0 memory; False when it does not exist."""
+        if self.memory.get(memory_id) is None:
+            return False
+        self.memory.delete(memory_id)
+        return True
+
+    def update(self, memory_id: str, **kwargs: Any) -> bool:
+        """Replace a memory's text (`data=` or `content=`); False when it does not exist."""
+        data = kwargs.get("data", kwargs.get("content"))
+        if data is None:
+            raise ValueError("Mem0Layer.update needs data='<new text>'")
+        if self.memory.get(memory_id) is None:
+            return False
+        self.memory.update(memory_id, data)
+        return True
+
+    def get_all(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Every stored memory of this user (mem0's `get_all`)."""
+        return self.memory.get_all(user_id=self.config.user_id, limit=limit).get("results", [])
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save_memory(self) -> None:
+        """qdrant and the history DB persist by themselves; write the config and the failures."""
+        self._write_config_file()
+        atomic_write_json(self.save_path / FAILURES_FILENAME, self.failures)
+
+    def load_memory(self, user_id: str | None = None) -> bool:
+        """True when this folder holds this user's saved Mem0 memory (the store is already open)."""
+        if not self._check_config_file(user_id):
+            return False
+        failures = self.save_path / FAILURES_FILENAME
+        if failures.is_file():
+            self.failures = json.loads(failures.read_text(encoding="utf-8"))
+        return True
+
+    def cleanup(self) -> None:
+        """Close the qdrant client and mem0's history database (safe to call twice)."""
+        if self._qdrant is not None:
+            try:
+                self._qdrant.close()
+            except Exception:  # closing twice or at interpreter exit
+                logger.debug("qdrant close failed", exc_info=True)
+            self._qdrant = None
+        db = getattr(self.memory, "db", None)
+        if db is not None and hasattr(db, "close"):
+            try:
+                db.close()
+            except Exception:
+                logger.debug("history db close failed", exc_info=True)
