@@ -12,7 +12,7 @@ The agent modules import agentscope lazily, so the log tools work without it.
 from obstrace._flatten import FlatBlock, flatten_execution_graph, render_operation_blocks
 from obstrace._index import GrepMatch, OperationBlock, TraceIndex, block_preview
 from obstrace._tokens import default_token_counter, estimate_tokens
-from obstrace.agent import attribute_case_obs, build_obs_agent, obs_task_text
+from obstrace.agent import attribute_case_obs, build_obs_agent, obs_task_text, run_checked_attribution
 from obstrace.exceptions import ObstraceError, PatternError, PatternTimeoutError
 from obstrace.long_context import (
     BudgetedTrace,
@@ -21,7 +21,7 @@ from obstrace.long_context import (
     build_long_context_agent,
     build_long_context_task,
 )
-from obstrace.notebook import CCTraceNotebook, EvidenceRow, evidence_rows_from_graph
+from obstrace.notebook import CCTraceNotebook, EvidenceRow, check_attribution, evidence_rows_from_graph
 
 __all__ = [
     "BudgetedTrace",
@@ -41,10 +41,12 @@ __all__ = [
     "build_long_context_agent",
     "build_long_context_task",
     "build_obs_agent",
+    "check_attribution",
     "default_token_counter",
     "estimate_tokens",
     "evidence_rows_from_graph",
     "flatten_execution_graph",
     "obs_task_text",
     "render_operation_blocks",
+    "run_checked_attribution",
 ]

@@ -4,60 +4,29 @@
 ``exploration_strategy="operation_block_search"``. Fixes over the reference (spec §12.12): the
 final answer is validated by ``finish_attribution`` inside the structured-output step (the model
 sees the error and can answer again) and once more after the reply; token usage is summed from
-agentscope's model-call events; the context is guarded by agentscope's compression with
-truncation as the fallback.
+agentscope's model-call events; the context is guarded like the graph-search agent's
+(``max_context_limit`` as the model's context size, compression past ``context_window`` that
+keeps the last ``keep_recent`` tool calls, truncation if summarising fails).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphtrace.prompts import TRACE_ATTRIBUTION_INSTRUCTIONS, TRACE_SEARCH_SYSTEM_PROMPT, build_task_prompt
-from obstrace.notebook import CCTraceNotebook
+from obstrace.notebook import CCTraceNotebook, check_attribution
 
 __all__ = [
     "AGENT_NAME",
     "attribute_case_obs",
+    "attribution_schema",
     "build_obs_agent",
-    "context_config_for",
-    "obs_prediction_schema",
     "obs_task_text",
+    "run_checked_attribution",
 ]
 
 AGENT_NAME = "memtrace"
-_MAX_TRIGGER_RATIO = 0.9  # agentscope's upper bound for ContextConfig.trigger_ratio
-
-
-def context_config_for(model: Any, context_window: int, keep_recent: int = 3) -> Any:
-    """Map the runner's compression settings onto agentscope 2.x's ``ContextConfig``.
-
-    agentscope compresses when the context exceeds ``trigger_ratio × model.context_size`` and
-    keeps a *token* reserve, not a number of tool-call groups. ``context_window`` sets the trigger
-    (capped at 90% of the model's context size); ``keep_recent`` sizes the reserve at
-    ``min(0.5, 0.1 × keep_recent)`` of the trigger. If summarising fails, agentscope truncates
-    (the guard the reference OBS agent lacked).
-
-    Args:
-        model: The agentscope chat model (its ``context_size`` is read).
-        context_window: Compression trigger in tokens.
-        keep_recent: How much recent context to keep (see above); must be >= 0.
-
-    Returns:
-        The ``ContextConfig``.
-
-    Raises:
-        ValueError: If ``context_window`` < 1 or ``keep_recent`` < 0.
-    """
-    from agentscope.agent import ContextConfig
-
-    if context_window < 1:
-        raise ValueError(f"context_window must be >= 1 token, got {context_window}")
-    if keep_recent < 0:
-        raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
-    trigger = min(_MAX_TRIGGER_RATIO, max(0.01, context_window / max(1, model.context_size)))
-    reserve = max(0.001, trigger * min(0.5, 0.1 * max(1, keep_recent)))
-    return ContextConfig(trigger_ratio=trigger, reserve_ratio=reserve, compression_fallback_to_truncation=True)
 
 
 def obs_task_text(case: Any, instructions: str = TRACE_ATTRIBUTION_INSTRUCTIONS) -> str:
@@ -78,28 +47,63 @@ def obs_task_text(case: Any, instructions: str = TRACE_ATTRIBUTION_INSTRUCTIONS)
     )
 
 
-def obs_prediction_schema(notebook: CCTraceNotebook) -> type:
-    """Return the structured-answer schema that applies ``finish_attribution`` while validating.
+def attribution_schema(has_op: Callable[[str], bool]) -> type:
+    """Return the structured-answer schema that applies ``check_attribution`` while validating.
 
     agentscope validates the model's structured answer with this class; a failed check goes back
     to the model as a tool error, so it can answer again within the same reply.
+
+    Args:
+        has_op: Membership test for the operation ids the answer may name.
+
+    Returns:
+        A subclass of ``graphtrace.agent_models.ErrorAttributionPrediction``.
     """
     from pydantic import model_validator
 
     from graphtrace.agent_models import ErrorAttributionPrediction
 
-    class _FinishedAttribution(ErrorAttributionPrediction):
+    class _CheckedAttribution(ErrorAttributionPrediction):
         @model_validator(mode="after")
-        def _finish(self) -> _FinishedAttribution:
-            result = notebook.finish_attribution(self.error_type, self.op_id, self.reason)
+        def _finish(self) -> _CheckedAttribution:
+            result = check_attribution(self.error_type, self.op_id, self.reason, has_op)
             if "error" in result:
                 raise ValueError(result["error"].removeprefix("Error: "))
             self.op_id = result["op_id"]
             return self
 
-    _FinishedAttribution.__name__ = "ErrorAttributionPrediction"
-    _FinishedAttribution.__qualname__ = "ErrorAttributionPrediction"
-    return _FinishedAttribution
+    _CheckedAttribution.__name__ = "ErrorAttributionPrediction"
+    _CheckedAttribution.__qualname__ = "ErrorAttributionPrediction"
+    return _CheckedAttribution
+
+
+async def run_checked_attribution(
+    agent: Any, task_text: str, has_op: Callable[[str], bool], *, timeout: float | None = None
+) -> Any:
+    """Run one reply with the checked schema, and check the final answer once more.
+
+    Args:
+        agent: The agentscope ``Agent``.
+        task_text: The task prompt.
+        has_op: Membership test for the operation ids the answer may name.
+        timeout: Wall-clock limit in seconds (None: none).
+
+    Returns:
+        ``graphtrace.agent_models.AttributionOutcome``; an answer that fails ``check_attribution``
+        becomes a recorded failure.
+    """
+    from graphtrace.agent_models import run_attribution_agent
+
+    outcome = await run_attribution_agent(
+        agent, task_text, has_op, structured_schema=attribution_schema(has_op), timeout=timeout
+    )
+    if outcome.prediction is not None:
+        p = outcome.prediction
+        check = check_attribution(p.error_type, p.op_id, p.reason, has_op)
+        if "error" in check:
+            outcome.failure = "invalid answer: " + check["error"].removeprefix("Error: ")
+            outcome.prediction = None
+    return outcome
 
 
 def build_obs_agent(
@@ -109,35 +113,53 @@ def build_obs_agent(
     max_iters: int = 200,
     context_window: int = 272_000,
     keep_recent: int = 3,
+    max_context_limit: int | None = None,
     system_prompt: str = TRACE_SEARCH_SYSTEM_PROMPT,
 ) -> Any:
     """Build the OBS agent: the notebook's four tools, its hint before every model call.
 
+    Compression is set up as for the graph-search agent (``graphtrace.agent``): it triggers past
+    ``context_window`` tokens, keeps the last ``keep_recent`` tool calls verbatim, and falls back
+    to truncation if summarising fails.
+
     Args:
         notebook: The flat log and its tools.
-        model: An agentscope 2.x chat model (real or one of the library's fake models).
+        model: An agentscope 2.x chat model (real or one of the library's fake models), used
+            only by this agent.
         max_iters: ReAct iterations per reply.
-        context_window: Compression trigger in tokens (see ``context_config_for``).
-        keep_recent: Recent-context reserve (see ``context_config_for``).
+        context_window: Context tokens that trigger compression.
+        keep_recent: Recent tool calls kept verbatim through a compression.
+        max_context_limit: Hard cap on context tokens; sets ``model.context_size`` when given
+            (None keeps the model's own size).
         system_prompt: The system prompt.
 
     Returns:
         The agentscope ``Agent``.
+
+    Raises:
+        ValueError: For non-positive ``max_iters``, ``context_window`` or ``max_context_limit``,
+            or a negative ``keep_recent``.
     """
     from agentscope.agent import Agent, InjectionConfig, ReActConfig
     from agentscope.tool import Toolkit
 
+    from graphtrace.agent import KeepRecentToolCalls, context_config_for
     from graphtrace.agent_models import HintMiddleware
 
     if max_iters < 1:
         raise ValueError(f"max_iters must be >= 1, got {max_iters}")
+    if max_context_limit is not None:
+        if max_context_limit < 1:
+            raise ValueError(f"max_context_limit must be >= 1, got {max_context_limit}")
+        model.context_size = max_context_limit
+    context_config = context_config_for(context_window, model.context_size)
     return Agent(
         name=AGENT_NAME,
         system_prompt=system_prompt,
         model=model,
         toolkit=Toolkit(tools=notebook.tools()),
-        middlewares=[HintMiddleware(notebook.hint)],
-        context_config=context_config_for(model, context_window, keep_recent),
+        middlewares=[HintMiddleware(notebook.hint), KeepRecentToolCalls(keep_recent)],
+        context_config=context_config,
         react_config=ReActConfig(max_iters=max_iters),
         injection_config=InjectionConfig(inject_runtime_state=False),
     )
@@ -152,6 +174,7 @@ async def attribute_case_obs(
     max_iters: int = 200,
     context_window: int = 272_000,
     keep_recent: int = 3,
+    max_context_limit: int | None = None,
     timeout: float | None = None,
 ) -> Any:
     """Attribute one failed case with the OBS agent; never raises for model misbehaviour.
@@ -163,32 +186,23 @@ async def attribute_case_obs(
         evidence_nodes: Starting source-evidence full node ids (real or retrieved), shown in the
             hint; None or empty shows none.
         max_iters: ReAct iterations.
-        context_window: Compression trigger in tokens.
-        keep_recent: Recent-context reserve for compression.
+        context_window: Context tokens that trigger compression.
+        keep_recent: Recent tool calls kept verbatim through a compression.
+        max_context_limit: Hard cap on context tokens (the model's context size); None keeps the
+            model's own size.
         timeout: Wall-clock limit for the reply in seconds (None: none).
 
     Returns:
         ``graphtrace.agent_models.AttributionOutcome``: a prediction whose op id exists in the log
         and whose reason passed ``finish_attribution``, or a recorded failure.
     """
-    from graphtrace.agent_models import AttributionOutcome, run_attribution_agent
-
     notebook = CCTraceNotebook.from_graph(graph, evidence_nodes)
     agent = build_obs_agent(
-        notebook, model=model, max_iters=max_iters, context_window=context_window, keep_recent=keep_recent
+        notebook,
+        model=model,
+        max_iters=max_iters,
+        context_window=context_window,
+        keep_recent=keep_recent,
+        max_context_limit=max_context_limit,
     )
-    outcome: AttributionOutcome = await run_attribution_agent(
-        agent,
-        obs_task_text(case),
-        notebook.index.has_op,
-        structured_schema=obs_prediction_schema(notebook),
-        timeout=timeout,
-    )
-    if outcome.prediction is not None:
-        check = notebook.finish_attribution(
-            outcome.prediction.error_type, outcome.prediction.op_id, outcome.prediction.reason
-        )
-        if "error" in check:
-            outcome.failure = "invalid answer: " + check["error"].removeprefix("Error: ")
-            outcome.prediction = None
-    return outcome
+    return await run_checked_attribution(agent, obs_task_text(case), notebook.index.has_op, timeout=timeout)

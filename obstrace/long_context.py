@@ -287,9 +287,7 @@ async def attribute_case_long_context(
         ``graphtrace.agent_models.AttributionOutcome`` (op ids are checked against the graph; the
         reason must explain the local fault, as in ``CCTraceNotebook.finish_attribution``).
     """
-    from graphtrace.agent_models import run_attribution_agent
-    from obstrace.agent import obs_prediction_schema
-    from obstrace.notebook import CCTraceNotebook
+    from obstrace.agent import run_checked_attribution
 
     limit = full_log_token_limit
     model_cap = int(_COMPRESSION_TRIGGER * getattr(model, "context_size", limit / _COMPRESSION_TRIGGER))
@@ -303,17 +301,7 @@ async def attribute_case_long_context(
     task_text, trace = build_long_context_task(
         graph, case, evidence_nodes=evidence_nodes, full_log_token_limit=limit, token_counter=token_counter
     )
-    # Answers are checked against the operations of the whole graph, shown or not.
-    checker = CCTraceNotebook(BLOCK_SEPARATOR.join(b.text for b in render_operation_blocks(graph)))
     agent = build_long_context_agent(model=model, max_iters=max_iters)
-    outcome = await run_attribution_agent(
-        agent, task_text, checker.index.has_op, structured_schema=obs_prediction_schema(checker), timeout=timeout
-    )
-    if outcome.prediction is not None:
-        check = checker.finish_attribution(
-            outcome.prediction.error_type, outcome.prediction.op_id, outcome.prediction.reason
-        )
-        if "error" in check:
-            outcome.failure = "invalid answer: " + check["error"].removeprefix("Error: ")
-            outcome.prediction = None
-    return outcome
+    # Answers are checked against the operations of the whole graph, shown or not.
+    op_ids = frozenset(op.op_id for op in graph.get_all_operations())
+    return await run_checked_attribution(agent, task_text, op_ids.__contains__, timeout=timeout)

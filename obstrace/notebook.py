@@ -24,6 +24,7 @@ __all__ = [
     "MAX_WINDOW_CHARS",
     "CCTraceNotebook",
     "EvidenceRow",
+    "check_attribution",
     "evidence_rows_from_graph",
 ]
 
@@ -84,6 +85,41 @@ def evidence_rows_from_graph(graph: Any, evidence_nodes: Sequence[Any] | None) -
             )
         )
     return rows
+
+
+def check_attribution(error_type: Any, op_id: Any, reason: Any, has_op: Callable[[str], bool]) -> dict[str, Any]:
+    """Validate a final attribution.
+
+    Checks: ``error_type`` is one of the five types; ``op_id`` is non-empty and ``has_op``
+    accepts it (surrounding whitespace is ignored); ``reason`` has at least 40 characters once
+    trimmed, as it must explain the local fault.
+
+    Args:
+        error_type: Claimed error type.
+        op_id: Claimed operation id.
+        reason: Claimed explanation.
+        has_op: Membership test for the operation ids that may be named.
+
+    Returns:
+        ``{"error_type", "op_id", "reason"}`` (op id stripped when valid), plus ``"error"`` (an
+        ``Error: …`` line) when the answer is invalid.
+    """
+    result: dict[str, Any] = {"error_type": error_type, "op_id": op_id, "reason": reason}
+    if error_type not in ERROR_TYPES:
+        result["error"] = f"Error: error_type must be one of {list(ERROR_TYPES)}, got {error_type!r}"
+    elif not isinstance(op_id, str) or not op_id.strip():
+        result["error"] = "Error: op_id must be a non-empty operation id from the trace"
+    elif not has_op(op_id.strip()):
+        result["error"] = (
+            f"Error: operation {op_id!r} is not in the trace; answer with an op id exactly as the trace shows it"
+        )
+    elif not isinstance(reason, str) or len(reason.strip()) < MIN_REASON_CHARS:
+        result["error"] = (
+            f"Error: the reason is too short (at least {MIN_REASON_CHARS} characters); {REASON_REQUIREMENT}"
+        )
+    else:
+        result["op_id"] = op_id.strip()
+    return result
 
 
 class _ArgumentError(ObstraceError):
@@ -364,32 +400,8 @@ class CCTraceNotebook:
     # -- answer validation and hints ----------------------------------------------------------
 
     def finish_attribution(self, error_type: Any, op_id: Any, reason: Any) -> dict[str, Any]:
-        """Validate a final answer against the log.
-
-        Checks: ``error_type`` is one of the five types; ``op_id`` is non-empty and names a block
-        of the log; ``reason`` has at least 40 characters once trimmed.
-
-        Returns:
-            ``{"error_type", "op_id", "reason"}``, plus ``"error"`` (an ``Error: …`` line) when
-            the answer is invalid.
-        """
-        result: dict[str, Any] = {"error_type": error_type, "op_id": op_id, "reason": reason}
-        if error_type not in ERROR_TYPES:
-            result["error"] = f"Error: error_type must be one of {list(ERROR_TYPES)}, got {error_type!r}"
-        elif not isinstance(op_id, str) or not op_id.strip():
-            result["error"] = "Error: op_id must be a non-empty operation id from the trace"
-        elif not self.index.has_op(op_id.strip()):
-            result["error"] = (
-                f"Error: operation {op_id!r} is not in the trace; answer with an op id exactly as the "
-                "trace shows it"
-            )
-        elif not isinstance(reason, str) or len(reason.strip()) < MIN_REASON_CHARS:
-            result["error"] = (
-                f"Error: the reason is too short (at least {MIN_REASON_CHARS} characters); {REASON_REQUIREMENT}"
-            )
-        else:
-            result["op_id"] = op_id.strip()
-        return result
+        """Validate a final answer against the log (see ``check_attribution``)."""
+        return check_attribution(error_type, op_id, reason, self.index.has_op)
 
     def hint(self) -> str:
         """The hint shown before the next model call (changes after the first tool call)."""

@@ -12,10 +12,9 @@ from graphtrace.agent_models import (
     ScriptedChatModel,
     ToolCall,
     answer,
-    run_attribution_agent,
 )
 from obstrace import CCTraceNotebook, attribute_case_obs, build_obs_agent, obs_task_text
-from obstrace.agent import context_config_for, obs_prediction_schema
+from obstrace.agent import run_checked_attribution
 
 REASON = (
     "The decision op turned the extracted fact 'moved from Sweden' into an ADD that says Norway; "
@@ -130,21 +129,38 @@ def test_hints_are_never_stored_in_the_agent_context(bench_case):
     model = ScriptedChatModel([ToolCall(name="inspect_trace"), answer("ResponseError", annotation["final_op_id"], REASON)])
     agent = build_obs_agent(notebook, model=model, max_iters=5)
     assert sorted(t.name for t in notebook.tools()) == ["grep_log", "inspect_trace", "view_log_window", "view_operation"]
-    outcome = asyncio.run(run_attribution_agent(
-        agent, obs_task_text(case), notebook.index.has_op, structured_schema=obs_prediction_schema(notebook)))
+    outcome = asyncio.run(run_checked_attribution(agent, obs_task_text(case), notebook.index.has_op))
     assert outcome.prediction is not None
     stored = json.dumps([m.model_dump(mode="json") for m in agent.state.context])
     assert "<system-hint>" not in stored and notebook.step == 1
 
 
-def test_context_config_maps_the_window_onto_agentscope_ratios():
-    model = ScriptedChatModel([], context_size=1_000_000)
-    config = context_config_for(model, 272_000, keep_recent=3)
-    assert config.trigger_ratio == pytest.approx(0.272)
-    assert config.reserve_ratio == pytest.approx(0.272 * 0.3)
-    assert config.compression_fallback_to_truncation
-    assert context_config_for(ScriptedChatModel([], context_size=100_000), 272_000).trigger_ratio == 0.9
-    with pytest.raises(ValueError, match="context_window"):
-        context_config_for(model, 0)
-    with pytest.raises(ValueError, match="max_iters"):
-        build_obs_agent(CCTraceNotebook("x"), model=model, max_iters=0)
+def test_compression_settings_follow_the_graph_search_agent():
+    model = ScriptedChatModel([], context_size=50_000)
+    agent = build_obs_agent(CCTraceNotebook("x"), model=model, context_window=272_000, max_context_limit=1_000_000)
+    assert model.context_size == 1_000_000
+    assert agent.context_config.trigger_ratio == pytest.approx(0.272)
+    assert agent.context_config.compression_fallback_to_truncation
+    kept = build_obs_agent(CCTraceNotebook("x"), model=ScriptedChatModel([], context_size=100_000))
+    assert kept.context_config.trigger_ratio == 0.9  # 272k window on a 100k model: clamped
+    for bad in ({"max_iters": 0}, {"max_context_limit": 0}, {"context_window": 0}, {"keep_recent": -1}):
+        with pytest.raises(ValueError):
+            build_obs_agent(CCTraceNotebook("x"), model=ScriptedChatModel([]), **bad)
+
+
+def test_answers_that_slip_past_the_schema_are_still_checked(bench_case):
+    from agentscope.message import Msg, TextBlock
+
+    graph, _, annotation = bench_case
+    notebook = CCTraceNotebook.from_graph(graph)
+
+    class SchemaIgnoringAgent:
+        """Returns a structured answer without going through agentscope's schema validation."""
+
+        async def reply_stream(self, *args, **kwargs):
+            msg = Msg(name="memtrace", content=[TextBlock(text="done")], role="assistant")
+            msg.structured_output = {"error_type": "UpdateError", "op_id": annotation["final_op_id"], "reason": "short"}
+            yield msg
+
+    outcome = asyncio.run(run_checked_attribution(SchemaIgnoringAgent(), "task", notebook.index.has_op))
+    assert outcome.prediction is None and outcome.failure.startswith("invalid answer: the reason is too short")
