@@ -16,23 +16,27 @@ __all__ = ["evidence_flow", "graph_search", "long_context", "operation_block_sea
 
 async def graph_search(ctx: StrategyContext) -> Any:
     """The graph-search agent of :mod:`graphtrace`."""
-    from graphtrace.attribution import attribute_case_graph_search
+    from graphtrace.agent import attribute_case_graph_search
 
     cfg = ctx.config
+    if ctx.evidence_ids is None:
+        evidence_kind = None
+    else:
+        evidence_kind = "pseudo" if ctx.evidence_is_pseudo else "real"
     return await attribute_case_graph_search(
         ctx.graph,
         ctx.case,
         model=ctx.build_model(),
-        evidence_ids=ctx.evidence_ids,
-        evidence_is_pseudo=ctx.evidence_is_pseudo,
-        memory_system=ctx.memory_system,
-        custom_prior_knowledge=ctx.custom_prior_knowledge,
+        timeout=ctx.timeout,
         max_trace_nodes=cfg.max_trace_nodes,
         max_iters=cfg.max_iters,
+        starting_node_ids=ctx.evidence_ids,
+        evidence_kind=evidence_kind,
+        memory_system=ctx.memory_system,
+        custom_prior=ctx.custom_prior_knowledge,
         context_window=cfg.context_window,
         max_context_limit=cfg.max_context_limit,
         keep_recent=cfg.keep_recent,
-        timeout=ctx.timeout,
     )
 
 

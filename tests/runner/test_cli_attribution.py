@@ -211,3 +211,30 @@ def test_kill_and_rerun_resumes_from_cache(bench_dir, tmp_path):
     assert [r["attribution_cached"] for r in data["results"]] == [True, True, False, False]
     assert data["metrics"]["cost_totals"]["cached_cases"] == 2
     assert data["metrics"]["failed_cases"] == 0
+
+
+def test_graph_search_strategy_with_scripted_agent(bench_dir, tmp_path):
+    explore = ("explore_graph_trace_node", {"include_variable_value": True})
+    plan = {
+        ("graph-aaaa", "ExtractionError"): [explore, answer("ExtractionError", OP_EXTRACT_5, REASON)],
+        ("graph-aaaa", "RetrievalError"): [answer("RetrievalError", "op-does-not-exist", REASON)] * 3,  # invalid op
+        ("graph-bbbb", "UpdateError"): ["I am thinking."] * 20,  # never answers within max_iters
+        ("graph-bbbb", "ResponseError"): [answer("ResponseError", OP_UPDATE_5, REASON)],
+    }
+    factory = scripted(plan)
+    out = tmp_path / "gs.json"
+    args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "graph_search",
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--max-iters", "3", "--bootstrap-samples", "0",
+            "--max-retries", "0", "--use-system-prior"]
+    assert run_error_attribution.main(args, model_factory=factory) == 0
+    data = json.loads(out.read_text())
+    results = data["results"]
+    assert results[0]["is_error_type_correct"] and results[0]["is_op_id_correct"]
+    assert results[1]["error_attribution_result"] is None and results[1]["attribution_failure"]  # op id rejected
+    assert results[2]["error_attribution_result"] is None and results[2]["attribution_failure"]
+    assert results[3]["is_error_type_correct"] and not results[3]["is_op_id_correct"]
+    m = data["metrics"]
+    assert (m["failed_cases"], m["error_type_prediction_accuracy"], m["joint_accuracy"]) == (2, 0.5, 0.25)
+    first = next(mdl for g, t, mdl in factory.built if t == "ExtractionError")
+    sent = json.dumps([c.messages for c in first.calls])
+    assert "U1:D2:2@1" in sent  # the evidence node was in the starting frontier
