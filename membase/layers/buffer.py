@@ -64,7 +64,8 @@ class MessageBufferMixin:
                 del self._buffer[:drop]
                 del self._buffer_tokens[:drop]
         if self._buffer_max_tokens is not None:
-            while self._buffer and sum(self._buffer_tokens) > self._buffer_max_tokens:
+            # The newest message always stays, even when it alone exceeds the budget.
+            while len(self._buffer) > 1 and sum(self._buffer_tokens) > self._buffer_max_tokens:
                 del self._buffer[0]
                 del self._buffer_tokens[0]
 

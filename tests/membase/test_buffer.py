@@ -24,6 +24,8 @@ def test_eager_unlimited_overlap_drops_oldest_beyond_max_tokens():
         buf._buffer_and_get_doc(text)
     assert buf.buffer_messages == ["three", "four five"]
     assert buf.buffer_total_tokens == 3
+    buf._buffer_and_get_doc("six seven eight nine ten")
+    assert buf.buffer_messages == ["six seven eight nine ten"]  # the newest message is never dropped
 
 
 def test_deferred_buffer_emits_when_full_and_flushes_rest():

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from membase.cli import main
+
+
+@pytest.fixture
+def lc_config(tmp_path):
+    path = tmp_path / "lc.json"
+    path.write_text(json.dumps({"layer_type": "Long-Context", "context_window": 50000}))
+    return path
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_run_end_to_end_with_fake_models(lc_config, locomo_path, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["run", "--layer-config", str(lc_config), "--dataset", str(locomo_path), "--start-idx", "1",
+               "--end-idx", "2", "--output-dir", str(out), "--quiet", "--top-k", "1",
+               "--skip-question-types", "adversarial",
+               "--qa-model", "fake:I do not know", "--judge-model", 'fake:{"label": "WRONG"}'])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["construction"]["users_done"] == 1 and summary["evaluation"]["failures"] == 0
+    for stage in ("construction", "search", "evaluation"):
+        assert (out / "traced_data" / "locomo-2" / f"graph_{stage}.json").is_file()
+    results = json.loads((out / "memory" / "1_1_2_evaluation.json").read_text())
+    assert results and all(r["metrics"]["llm_judge"]["value"] == 0.0 for r in results)
+    assert all(r["qa_pair"]["metadata"]["question_type"] != "adversarial" for r in results)
+
+
+def test_wrong_config_key_is_one_clear_message(tmp_path, locomo_path, capsys):
+    cfg = tmp_path / "bad.json"
+    cfg.write_text(json.dumps({"layer_type": "NaiveRAG", "max_tokenz": 10}))
+    assert main(["construct", "--layer-config", str(cfg), "--dataset", str(locomo_path),
+                 "--output-dir", str(tmp_path / "o")]) == 2
+    assert "max_tokenz" in _one_line_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ({"layer_type": "Nope"}, "unknown layer_type 'Nope'"),
+        ({"context_window": 3}, "layer_type key"),
+        ({"layer_type": "Long-Context", "user_id": "x"}, "remove 'user_id'"),
+        ({"layer_type": "Long-Context", "context_window": "big"}, "context_window"),
+    ],
+)
+def test_bad_layer_configs(tmp_path, locomo_path, capsys, content, expected):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(content))
+    assert main(["search", "--layer-config", str(cfg), "--dataset", str(locomo_path)]) == 2
+    assert expected in _one_line_error(capsys)
+
+
+def test_missing_files(lc_config, tmp_path, capsys):
+    assert main(["construct", "--layer-config", str(lc_config), "--dataset", str(tmp_path / "none.json")]) == 2
+    assert "not found" in _one_line_error(capsys)
+    assert main(["construct", "--layer-config", str(tmp_path / "none.json")]) == 2
+    assert "layer config" in _one_line_error(capsys)
+    assert main(["evaluate", "--layer-config", str(lc_config), "--search-results", str(tmp_path / "r.json"),
+                 "--qa-model", "fake:x", "--judge-model", "fake:y"]) == 2
+    assert "run the search stage first" in _one_line_error(capsys)
+
+
+def test_missing_credentials_is_one_clear_message(lc_config, tmp_path, capsys, monkeypatch):
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "r.json").write_text("[]")
+    assert main(["evaluate", "--layer-config", str(lc_config), "--search-results", str(tmp_path / "r.json")]) == 2
+    assert "no model credentials" in _one_line_error(capsys)

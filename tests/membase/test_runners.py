@@ -1,0 +1,127 @@
+"""Runner robustness: per-item failures are recorded, the run goes on, outputs stay valid."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from membase.clients import ChatClient, CredentialPool, FunctionChatModel
+from membase.clients.guard import allow_model_requests
+from membase.exceptions import ConfigError, DatasetError, ModelUnreachableError
+from membase.layers.long_context import LongContextLayer
+from membase.runners import (
+    ConstructionRunner,
+    ConstructionRunnerConfig,
+    EvaluationRunner,
+    EvaluationRunnerConfig,
+    SearchRunner,
+    SearchRunnerConfig,
+)
+from tests.membase._helpers import FIXED_ANSWER, conv26_two_sessions, judge_by_reference, run_pipeline
+
+
+@pytest.fixture(scope="module")
+def dataset(locomo_path):
+    return conv26_two_sessions(locomo_path, max_questions=4)
+
+
+def _common(tmp_path, **extra):
+    return {"layer_type": "Long-Context", "save_dir": str(tmp_path / "memory"),
+            "traced_data_save_dir": str(tmp_path / "traced"), "show_progress": False, **extra}
+
+
+def test_a_failing_message_is_recorded_and_construction_goes_on(dataset, tmp_path, monkeypatch):
+    original = LongContextLayer.add_message
+
+    def flaky(self, message, **kw):
+        if message.id == "U1:D1:2":
+            raise RuntimeError("simulated ingestion failure")
+        return original(self, message, **kw)
+
+    monkeypatch.setattr(LongContextLayer, "add_message", flaky)
+    report = ConstructionRunner(ConstructionRunnerConfig(**_common(tmp_path))).run(dataset)
+    assert [(f.item_id, f.error) for f in report.failures] == [("U1:D1:2", "RuntimeError: simulated ingestion failure")]
+    assert report.users_done == ["locomo-1"]
+    assert report.items_done == len(dataset.trajectories[0].messages) - 1
+    saved = json.loads((tmp_path / "memory" / "construction_report.json").read_text())
+    assert saved["failures"][0]["item_id"] == "U1:D1:2"
+    graph = json.loads((tmp_path / "traced" / "locomo-1" / "graph_construction.json").read_text())
+    assert "U1:D1:3" in {n["name"] for n in graph["data"]["nodes"]}
+
+
+def test_saved_users_are_skipped_unless_rerun(dataset, tmp_path):
+    config = ConstructionRunnerConfig(**_common(tmp_path))
+    assert ConstructionRunner(config).run(dataset).users_done == ["locomo-1"]
+    again = ConstructionRunner(config).run(dataset)
+    assert (again.users_done, again.users_skipped) == ([], ["locomo-1"])
+    rerun = ConstructionRunner(config.model_copy(update={"rerun": True})).run(dataset)
+    assert rerun.users_done == ["locomo-1"]
+
+
+def test_search_without_memory_fails_that_user_clearly(dataset, tmp_path):
+    runner = SearchRunner(SearchRunnerConfig(**_common(tmp_path)))
+    report = runner.run(dataset)
+    assert "run construction first" in report.users_failed["locomo-1"]
+    assert json.loads(runner.results_path.read_text()) == []
+
+
+def test_failing_questions_are_recorded_and_evaluation_goes_on(dataset, tmp_path):
+    target = dataset.qa_pair_lists[0][1].question
+
+    def qa(messages, **_kw):
+        if target in messages[-1]["content"]:
+            raise TimeoutError("simulated QA failure")
+        return FIXED_ANSWER
+
+    (_, _, evaluation), _, runner = run_pipeline("Long-Context", {}, dataset, tmp_path,
+                                                 qa_model=FunctionChatModel(qa))
+    results = json.loads(runner.output_path.read_text())
+    failed = [r for r in results if "error" in r]
+    assert len(failed) == 1 and failed[0]["prediction"] is None and failed[0]["metrics"] == {}
+    assert "simulated QA failure" in failed[0]["error"]
+    assert [f.item_id for f in evaluation.failures] == [dataset.qa_pair_lists[0][1].id]
+    graph = json.loads((tmp_path / "traced" / "locomo-1" / "graph_evaluation.json").read_text())
+    qa_ops = [o for o in graph["data"]["operations"] if o["op_name"] == "question-answering"]
+    assert len(qa_ops) == len(results) - 1
+
+
+def test_tracing_off_writes_results_but_no_graphs(dataset, tmp_path):
+    common = _common(tmp_path, tracing=False)
+    ConstructionRunner(ConstructionRunnerConfig(**common)).run(dataset)
+    search = SearchRunner(SearchRunnerConfig(**common))
+    search.run(dataset)
+    records = json.loads(search.results_path.read_text())
+    assert records and records[0]["retrieved_memories"][0]["metadata"]["trace_id"] == "memory-unit"
+    assert not (tmp_path / "traced").exists()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_endpoint_stops_with_one_error_and_valid_partial_output(dataset, tmp_path):
+    (_, _, _), search, _ = run_pipeline("Long-Context", {}, dataset, tmp_path)
+    pool = CredentialPool(["k"], [f"http://127.0.0.1:{_closed_port()}/v1"])
+    runner = EvaluationRunner(
+        EvaluationRunnerConfig(search_results_path=str(search.results_path), traced_data_save_dir=str(tmp_path / "t2"),
+                               show_progress=False),
+        qa_model=ChatClient("m", credentials=pool, max_retries=1, backoff_base=0.01, timeout=2),
+        judge_model=FunctionChatModel(judge_by_reference),
+    )
+    runner.output_path.unlink()
+    with allow_model_requests(), pytest.raises(ModelUnreachableError, match="unreachable after 2 attempts"):
+        runner.run()
+    assert json.loads(runner.output_path.read_text()) == []
+
+
+def test_bad_evaluation_input(tmp_path):
+    config = EvaluationRunnerConfig(search_results_path=str(tmp_path / "nope.json"), show_progress=False)
+    with pytest.raises(DatasetError, match="run the search stage first"):
+        EvaluationRunner(config, qa_model=FunctionChatModel(lambda *_a, **_k: "x"),
+                         judge_model=FunctionChatModel(lambda *_a, **_k: "x")).run()
+    with pytest.raises(ConfigError, match="needs a judge model"):
+        EvaluationRunner(config, qa_model=FunctionChatModel(lambda *_a, **_k: "x"))
