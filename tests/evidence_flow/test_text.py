@@ -10,7 +10,7 @@ def test_tokens_drop_stop_words_keep_dates_and_numbers():
 
 
 def _answer_probe(answer: str) -> Probe:
-    return Probe(answer_tokens=content_tokens(answer), evidence_tokens=frozenset(), mode="answer")
+    return Probe(answer_tokens=content_tokens(answer), evidence_token_sets=(), mode="answer")
 
 
 def test_changed_day_is_a_loss_but_a_dropped_article_is_not():
@@ -35,7 +35,13 @@ class _Embedder:
 
 
 def test_optional_embedding_similarity_counts_as_presence():
-    probe = Probe(answer_tokens=content_tokens("Sweden"), evidence_tokens=frozenset(), mode="answer",
+    probe = Probe(answer_tokens=content_tokens("Sweden"), evidence_token_sets=(), mode="answer",
                   embedder=_Embedder(), probe_text="Sweden")
     assert probe.present("a Nordic country")
     assert not probe.present("a sunny island")
+
+
+def test_presence_is_measured_per_line_not_over_scattered_words():
+    probe = _answer_probe("adoption agencies")
+    assert probe.present("Caroline researched adoption agencies.")
+    assert not probe.present("We talked about adoption.\nThe travel agencies were closed.")

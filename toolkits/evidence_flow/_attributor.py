@@ -51,6 +51,7 @@ from ._text import (
     content_tokens,
     memory_text,
     message_text,
+    text_lines,
     token_recall,
 )
 
@@ -171,19 +172,16 @@ def _build_probe(tracer_view: GraphView, golden: str, evidence: list[NodeRec], *
                  answer_threshold: float, evidence_threshold: float,
                  embedder: Embedder | None, embedding_threshold: float) -> tuple[Probe, list[NodeRec]]:
     answer_tokens = content_tokens(golden)
-    carrying = [
-        n for n in evidence
-        if answer_tokens and token_recall(answer_tokens, content_tokens(_node_text(n))) >= answer_threshold
-    ]
+    carrying = [n for n in evidence if answer_tokens and _line_recall(answer_tokens, _node_text(n)) >= answer_threshold]
     if carrying:
-        mode, seeds, evidence_tokens = "answer", carrying, frozenset()
+        mode, seeds, evidence_sets = "answer", carrying, ()
     else:
         mode, seeds = "evidence", evidence
-        evidence_tokens = frozenset().union(*(content_tokens(_node_text(n)) for n in evidence))
+        evidence_sets = tuple(content_tokens(_node_text(n)) for n in evidence)
     probe_text = golden if mode == "answer" else "\n".join(_node_text(n) for n in evidence)
     probe = Probe(
         answer_tokens=answer_tokens,
-        evidence_tokens=evidence_tokens,
+        evidence_token_sets=evidence_sets,
         mode=mode,
         answer_threshold=answer_threshold,
         evidence_threshold=evidence_threshold,
@@ -192,6 +190,10 @@ def _build_probe(tracer_view: GraphView, golden: str, evidence: list[NodeRec], *
         probe_text=probe_text,
     )
     return probe, seeds
+
+
+def _line_recall(probe: frozenset[str], text: str) -> float:
+    return max(token_recall(probe, content_tokens(line)) for line in text_lines(text))
 
 
 def _result(error_type: str | None, op_id: str | None, status: str, reason: str,
@@ -274,7 +276,7 @@ def attribute_case_evidence_flow(
             evidence = [
                 n for n in view.nodes.values()
                 if is_message(n) and _before(n, query)
-                and token_recall(answer_tokens, content_tokens(message_text(n.value))) >= answer_threshold
+                and _line_recall(answer_tokens, message_text(n.value)) >= answer_threshold
             ]
         for n in evidence:
             trail.append(_Step(stage="evidence", node_id=n.full_node_id, present=True,
@@ -421,7 +423,7 @@ def attribute_case_evidence_flow(
 
     note = ""
     if prediction is not None:
-        pred_has = token_recall(answer_tokens, content_tokens(memory_text(prediction.value))) >= answer_threshold
+        pred_has = _line_recall(answer_tokens, memory_text(prediction.value)) >= answer_threshold
         tracer.step("answer", op_id=qa_op, node=prediction, present=pred_has)
         if pred_has and answer_tokens:
             note = " (the prediction does contain the golden answer's tokens: the judge may be wrong)"
@@ -434,7 +436,7 @@ def attribute_case_evidence_flow(
 def _probe_desc(probe: Probe) -> str:
     if probe.mode == "answer":
         return "golden-answer tokens " + ", ".join(sorted(probe.answer_tokens))
-    return f"{len(probe.evidence_tokens)} evidence-content tokens"
+    return f"the content tokens of {len(probe.evidence_token_sets)} evidence message(s)"
 
 
 def _find_answering(view: GraphView, query: NodeRec, case: Any) -> tuple[str | None, NodeRec | None, NodeRec | None]:

@@ -185,4 +185,4 @@ def is_message(node: NodeRec) -> bool:
 
 def is_delete_marker(node: NodeRec) -> bool:
     """Nodes that mark an explicit deletion of their source unit."""
-    return node.category == "marker" or node.name.startswith("delete_marker")
+    return node.category == "marker" or node.full_name.startswith("delete_marker")

@@ -2,11 +2,13 @@
 
 Presence is *measured*, never guessed: both sides are normalised (lower case, punctuation
 dropped, stop words removed, a light plural/possessive stem) and compared as token sets. The
-score of a text against a probe is the **recall of the probe's tokens in the text**
-(``|probe ∩ text| / |probe|``); the information counts as present when the score reaches a
-threshold (:data:`DEFAULT_ANSWER_THRESHOLD` for golden-answer probes,
-:data:`DEFAULT_EVIDENCE_THRESHOLD` for evidence-content probes). An optional embedder adds a
-cosine-similarity test as a second way to pass.
+score of a text against a probe is the **recall of the probe's tokens in the best single line
+of the text** (``max over lines of |probe ∩ line| / |probe|``): a fact is a statement, so
+answer words scattered over unrelated lines of a long memory do not count. The information
+counts as present when the score reaches a threshold (:data:`DEFAULT_ANSWER_THRESHOLD` for
+golden-answer probes, :data:`DEFAULT_EVIDENCE_THRESHOLD` for evidence-content probes, where
+each evidence message is a probe of its own). An optional embedder adds a cosine-similarity
+test as a second way to pass.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "decode_value",
     "memory_text",
     "message_text",
+    "text_lines",
     "token_recall",
 ]
 
@@ -203,14 +206,19 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
+def text_lines(text: str) -> list[str]:
+    """The non-empty lines of ``text`` (the units in which presence is measured)."""
+    return [line for line in text.splitlines() if line.strip()] or [text]
+
+
 @dataclass(kw_only=True)
 class Probe:
     """The critical information of one failed case and the rule that detects it in a text."""
 
     answer_tokens: frozenset[str]
     """Content tokens of the golden answer."""
-    evidence_tokens: frozenset[str]
-    """Content tokens of the source-evidence messages that carry the information."""
+    evidence_token_sets: tuple[frozenset[str], ...]
+    """Content tokens of each source-evidence message (used in evidence mode)."""
     mode: str
     """``"answer"`` when the golden answer occurs in the evidence, else ``"evidence"``."""
     answer_threshold: float = DEFAULT_ANSWER_THRESHOLD
@@ -222,22 +230,28 @@ class Probe:
     _cache: dict[str, float] = field(default_factory=dict, repr=False)
     _probe_vector: list[float] | None = field(default=None, repr=False)
 
+    def _line_score(self, line: str) -> float:
+        tokens = content_tokens(line)
+        best = 0.0
+        if self.answer_tokens:
+            best = token_recall(self.answer_tokens, tokens) / self.answer_threshold
+        if self.mode == "evidence":
+            for probe in self.evidence_token_sets:
+                if probe:
+                    best = max(best, token_recall(probe, tokens) / self.evidence_threshold)
+        return best
+
     def score(self, text: str) -> float:
         """Return how strongly ``text`` carries the information, normalised so 1.0 = threshold.
 
-        Values ≥ 1.0 mean present. The score is the larger of the answer-token recall (answer
-        mode and evidence mode alike) and, in evidence mode, the evidence-token recall, each
-        divided by its threshold; the embedding test, if any, can only raise it.
+        Values ≥ 1.0 mean present. The score is the best line's larger of the answer-token
+        recall and, in evidence mode, any evidence message's token recall, each divided by its
+        threshold; the embedding test, if any, can only raise it.
         """
         cached = self._cache.get(text)
         if cached is not None:
             return cached
-        tokens = content_tokens(text)
-        best = 0.0
-        if self.answer_tokens:
-            best = token_recall(self.answer_tokens, tokens) / self.answer_threshold
-        if self.mode == "evidence" and self.evidence_tokens:
-            best = max(best, token_recall(self.evidence_tokens, tokens) / self.evidence_threshold)
+        best = max(self._line_score(line) for line in text_lines(text))
         if best < 1.0 and self.embedder is not None and text.strip() and self.probe_text:
             if self._probe_vector is None:
                 self._probe_vector = self.embedder.embed([self.probe_text])[0]
