@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 
 import pytest
 
@@ -164,3 +165,30 @@ def test_answers_that_slip_past_the_schema_are_still_checked(bench_case):
 
     outcome = asyncio.run(run_checked_attribution(SchemaIgnoringAgent(), "task", notebook.index.has_op))
     assert outcome.prediction is None and outcome.failure.startswith("invalid answer: the reason is too short")
+
+
+def test_long_runs_are_compressed_and_still_answer(bench_case):
+    graph, case, annotation = bench_case
+    summaries: list[int] = []
+    step = {"n": 0}
+    fields = ("task_overview", "current_state", "important_discoveries", "next_steps", "context_to_preserve")
+
+    def policy(messages, tools, tool_choice):
+        if tool_choice == "generate_structured_output":
+            summaries.append(len(messages))
+            return ToolCall(name="generate_structured_output", args={f: f"summary {f}" for f in fields})
+        step["n"] += 1
+        if step["n"] <= 6:
+            return ToolCall(name="view_log_window", args={"offset": 1 + 6_000 * (step["n"] - 1), "limit": 6_000})
+        return answer("ExtractionError", annotation["final_op_id"], REASON)
+
+    model = FunctionChatModel(policy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome = asyncio.run(attribute_case_obs(
+            graph, case, model=model, max_iters=12, context_window=3_500, max_context_limit=10_000, keep_recent=1))
+    assert summaries, "compression never ran"
+    assert outcome.prediction is not None and outcome.prediction.op_id == annotation["final_op_id"]
+    # Every call stayed under the hard cap (about 4 characters per token); the six windows alone
+    # hold 36,000 characters, so without compression the last calls would not.
+    assert max(sum(len(json.dumps(m)) for m in c.messages) for c in model.calls) < 4 * 10_000
