@@ -6,10 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from membase.layers.base import MemBaseConfig
+
 __all__ = [
     "BoundaryDetectionConfig",
     "ClusteringConfig",
     "EmbeddingConfig",
+    "EverMemOSConfig",
     "LLMConfig",
     "MemoryExtractionConfig",
     "OnlineRetrieverConfig",
@@ -104,3 +107,19 @@ class MemoryExtractionConfig(_Strict):
 
     enable_foresight: bool = False
     enable_event_log: bool = True
+
+
+class EverMemOSConfig(MemBaseConfig):
+    """EverMemOS layer configuration (JSON keys of the layer-config file)."""
+
+    llm_config: LLMConfig = Field(default_factory=LLMConfig)
+    embedding_config: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    boundary_config: BoundaryDetectionConfig = Field(default_factory=BoundaryDetectionConfig)
+    clustering_config: ClusteringConfig = Field(default_factory=ClusteringConfig)
+    profile_config: ProfileConfig = Field(default_factory=ProfileConfig)
+    retrieval_config: OnlineRetrieverConfig = Field(default_factory=OnlineRetrieverConfig)
+    extraction_config: MemoryExtractionConfig = Field(default_factory=MemoryExtractionConfig)
+
+    def get_llm_models(self) -> list[str]:
+        """The chat model every stage calls."""
+        return [self.llm_config.model]
