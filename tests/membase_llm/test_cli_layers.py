@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from smartcomment.runtime.network import ExecNetwork
 
 from membase.cli import main
+from smartcomment.runtime.network import ExecNetwork
 
 LAYER_CONFIGS = {
     "Mem0": {
@@ -24,7 +24,10 @@ LAYER_CONFIGS = {
         "retrieval_config": {"retrieval_mode": "agentic", "final_top_k": 10, "sufficiency_check_docs": 5},
     },
 }
-RETRIEVAL_OPS = {"Mem0": "memory_system.search_vector_store", "EverMemOS": "memory_system.agentic_round1_bundle"}
+RETRIEVAL_OPS = {
+    "Mem0": "memory_system.search_vector_store",
+    "EverMemOS": "memory_system.agentic_round1_bundle",
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +36,11 @@ def small_locomo(tmp_path_factory, locomo_path):
     sample = json.loads(locomo_path.read_text(encoding="utf-8"))[0]
     conv = sample["conversation"]
     keep = {k: v for k, v in conv.items() if not k.startswith("session_") or k.split("_")[1] in ("1", "2")}
-    qa = [q for q in sample["qa"] if q.get("evidence") and all(e.split(":")[0] in ("D1", "D2") for e in q["evidence"])]
+    qa = [
+        q
+        for q in sample["qa"]
+        if q.get("evidence") and all(e.split(":")[0] in ("D1", "D2") for e in q["evidence"])
+    ]
     path = tmp_path_factory.mktemp("locomo") / "locomo_small.json"
     path.write_text(json.dumps([{**sample, "conversation": keep, "qa": qa[:4]}]), encoding="utf-8")
     return path
@@ -44,10 +51,24 @@ def test_cli_run_builds_searches_and_traces(tmp_path, small_locomo, layer_type):
     config_path = tmp_path / f"{layer_type}.json"
     config_path.write_text(json.dumps(LAYER_CONFIGS[layer_type]), encoding="utf-8")
     out = tmp_path / "run"
-    code = main([
-        "run", "--layer-config", str(config_path), "--dataset", str(small_locomo), "--output-dir", str(out),
-        "--quiet", "--top-k", "3", "--qa-model", "fake:I do not know", "--metrics", "f1,bleu",
-    ])
+    code = main(
+        [
+            "run",
+            "--layer-config",
+            str(config_path),
+            "--dataset",
+            str(small_locomo),
+            "--output-dir",
+            str(out),
+            "--quiet",
+            "--top-k",
+            "3",
+            "--qa-model",
+            "fake:I do not know",
+            "--metrics",
+            "f1,bleu",
+        ]
+    )
     assert code == 0
     graph_file = out / "traced_data" / "locomo-1" / "graph_evaluation.json"
     graph = ExecNetwork.import_graph(json.loads(graph_file.read_text(encoding="utf-8")))

@@ -365,3 +365,50 @@ def test_fake_extracts_statements_with_speaker():
         "Caroline: I went to a support group yesterday.",
         "Caroline: It was a really powerful evening for me.",
     ]
+
+
+def test_fresh_process_keeps_mem0_out_of_home(tmp_path):
+    """In a new interpreter with MEM0_DIR unset, building the layer uses save_dir/.mem0, never $HOME."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    save_dir = tmp_path / "user"
+    script = (
+        "from membase.layers.mem0 import Mem0Config, Mem0Layer\n"
+        f"layer = Mem0Layer(Mem0Config(user_id='u', save_dir={str(save_dir)!r}, llm_provider='fake',"
+        " embedder_provider='fake', embedding_model_dims=16))\n"
+        "import mem0.memory.setup as s, mem0.memory.telemetry as t\n"
+        "print(s.mem0_dir, t.MEM0_TELEMETRY)\n"
+        "layer.cleanup()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("MEM0_DIR", "MEM0_TELEMETRY")}
+    env["HOME"] = str(home)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    mem0_dir, telemetry = out.stdout.split()
+    assert Path(mem0_dir) == (save_dir / ".mem0").resolve() and telemetry == "False"
+    assert list(home.iterdir()) == []
+
+
+def test_openai_compatible_endpoint_is_configured_without_requests(tmp_path):
+    from membase.clients import ChatClient
+    from membase.layers.mem0 import _build_chat_model
+
+    config = _config(
+        tmp_path,
+        llm_provider="openai",
+        llm_model="qwen3",
+        llm_config={"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-local", "max_tokens": 64},
+    )
+    client = _build_chat_model(config)
+    assert isinstance(client, ChatClient) and client.model == "qwen3"
+    assert client.credentials.credential_for(0).base_url == "http://127.0.0.1:9/v1"
