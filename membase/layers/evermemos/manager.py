@@ -206,8 +206,8 @@ class OnlineMemoryManager:
             _apply(memcell, kind, outcome.value)
             record.stages.append(ExtractionStage(kind=kind, outcome=outcome, unit_after=memcell.unit_value()))
         record.unit_final = memcell.unit_value(include_original=False)
+        self.index.add(memcell.to_dict())  # indexing may fail (embedder): only then count the memcell
         self.memcells.append(memcell)
-        self.index.add(memcell.to_dict())
         return record
 
     # -- retrieval ---------------------------------------------------------------------------
