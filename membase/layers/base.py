@@ -96,6 +96,9 @@ class MemBaseLayer(ABC):
     def load_memory(self, user_id: str | None = None) -> bool:
         """Load persisted memory; False when there is none, ValueError for another user's memory."""
 
+    def prefetch_queries(self, queries: list[str]) -> None:  # noqa: B027 - optional hook
+        """Hint the questions about to be retrieved (lets a layer batch their embeddings)."""
+
     def get_patch_specs(self) -> list[PatchSpec]:
         """Callables to wrap while messages are ingested (token monitoring)."""
         return []

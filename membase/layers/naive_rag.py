@@ -257,6 +257,10 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
                     )
         return entries
 
+    def prefetch_queries(self, queries: list[str]) -> None:
+        """Embed the upcoming questions in one batch."""
+        self.store.prefetch_queries(queries)
+
     def delete(self, memory_id: str) -> bool:
         """Delete a document by key."""
         return self.store.delete(memory_id)
@@ -270,6 +274,7 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
     # -- persistence ----------------------------------------------------------------------------
     def save_memory(self) -> None:
         """Write config and buffer; in-memory stores are also dumped with their vectors."""
+        self.store.write_pending()
         self._write_config_file()
         atomic_write_json(self.save_path / STATE_FILENAME, {"message_buffer": self.buffer_messages})
         if not self.store.persistent:

@@ -2,6 +2,10 @@
 
 qdrant-client 1.20 removed `search`; queries go through `query_points`. One local folder may be
 opened by one client per process, so `close()` must run before the folder is reopened.
+
+Writes are batched: `add` assigns the key at once but embeds and upserts in batches of
+`write_batch_size`; every read (and `close`) first writes what is pending, so callers never see
+the difference. Query embeddings can be computed in one batch ahead with `prefetch_queries`.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class DocumentStore:
         url: str | None = None,
         api_key: str | None = None,
         path: str | Path | None = None,
+        write_batch_size: int = 64,
     ) -> None:
         """Open (lazily) a collection.
 
@@ -61,6 +66,7 @@ class DocumentStore:
             url: a qdrant server; wins over `path`.
             api_key: API key of the qdrant server.
             path: a local-mode folder; None (and no url) keeps everything in memory.
+            write_batch_size: documents embedded and upserted together.
         """
         self.embedder = embedder
         self.collection = collection
@@ -69,6 +75,9 @@ class DocumentStore:
         self.api_key = api_key
         self.path = Path(path) if path is not None else None
         self._client: Any = None
+        self.write_batch_size = max(1, write_batch_size)
+        self._pending: list[StoredDocument] = []
+        self._query_vectors: dict[str, list[float]] = {}
 
     @property
     def persistent(self) -> bool:
@@ -97,15 +106,33 @@ class DocumentStore:
         return self._client
 
     def add(self, content: str, key: str | None = None) -> StoredDocument:
-        """Embed and store one document; returns it with its key (a new uuid4 by default)."""
-        from qdrant_client import models
+        """Queue one document for storage; returns it with its key (a new uuid4 by default)."""
 
         key = key or str(uuid.uuid4())
         now = _now()
         doc = StoredDocument(key=key, content=content, namespace=self.namespace, created_at=now, updated_at=now)
-        vector = self.embedder.embed([content])[0]
-        self.client.upsert(self.collection, points=[models.PointStruct(id=key, vector=vector, payload=self._payload(doc))])
+        self._pending.append(doc)
+        if len(self._pending) >= self.write_batch_size:
+            self.write_pending()
         return doc
+
+    def write_pending(self) -> None:
+        """Embed and upsert the documents added since the last write."""
+        from qdrant_client import models
+
+        if not self._pending:
+            return
+        docs, self._pending = self._pending, []
+        vectors = self.embedder.embed([d.content for d in docs])
+        self.client.upsert(self.collection, points=[
+            models.PointStruct(id=d.key, vector=v, payload=self._payload(d)) for d, v in zip(docs, vectors, strict=True)
+        ])
+
+    def prefetch_queries(self, queries: list[str]) -> None:
+        """Embed upcoming queries in one batch; `search` then reuses the vectors."""
+        todo = [q for q in dict.fromkeys(queries) if q not in self._query_vectors]
+        if todo:
+            self._query_vectors.update(zip(todo, self.embedder.embed(todo), strict=True))
 
     def restore(self, records: list[dict[str, Any]]) -> None:
         """Upsert records exported by `export(with_vectors=True)`."""
@@ -113,12 +140,14 @@ class DocumentStore:
 
         if not records:
             return
+        self.write_pending()
         points = [models.PointStruct(id=r["key"], vector=r["vector"], payload={k: v for k, v in r.items() if k != "vector"})
                   for r in records]
         self.client.upsert(self.collection, points=points)
 
     def get(self, key: str) -> StoredDocument | None:
         """Return the document with `key`, or None."""
+        self.write_pending()
         found = self.client.retrieve(self.collection, ids=[key], with_payload=True)
         return self._doc(found[0].payload) if found else None
 
@@ -146,18 +175,21 @@ class DocumentStore:
 
     def count(self) -> int:
         """Number of stored documents."""
+        self.write_pending()
         return self.client.count(self.collection, exact=True).count
 
     def search(self, query: str, k: int) -> list[StoredDocument]:
         """The `k` documents most similar to `query`, best first."""
         if k <= 0:
             return []
-        vector = self.embedder.embed([query])[0]
+        self.write_pending()
+        vector = self._query_vectors.pop(query, None) or self.embedder.embed([query])[0]
         points = self.client.query_points(self.collection, query=vector, limit=k, with_payload=True).points
         return [self._doc(p.payload, score=p.score) for p in points]
 
     def export(self, *, with_vectors: bool = False) -> list[dict[str, Any]]:
         """All documents as dicts (payload fields, plus `vector` when asked)."""
+        self.write_pending()
         out, offset = [], None
         while True:
             points, offset = self.client.scroll(self.collection, limit=256, offset=offset, with_payload=True,
@@ -172,6 +204,8 @@ class DocumentStore:
 
     def close(self) -> None:
         """Close the client (releases a local folder). Safe to call twice."""
+        if self._pending:
+            self.write_pending()
         if self._client is not None:
             try:
                 self._client.close()

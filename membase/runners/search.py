@@ -110,6 +110,7 @@ class SearchRunner:
         layer = self._open_layer(traj)
         out: list[dict[str, Any]] = []
         try:
+            layer.prefetch_queries([qa.question for qa in qas])
             graph = read_graph(graph_file(cfg.traced_data_save_dir, traj.id, "construction"))
             if graph is None and cfg.tracing:
                 logger.warning("no graph_construction.json for %s; its search graph starts empty", traj.id)

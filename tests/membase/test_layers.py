@@ -79,3 +79,28 @@ def test_naive_rag_deferred_flush_stores_the_rest(tmp_path):
 def test_server_store_needs_url():
     with pytest.raises(ConfigError, match="qdrant_url"):
         NaiveRAGLayer(NaiveRAGConfig(user_id="u", vector_store="server"))
+
+
+class CountingEmbedder(FakeEmbedder):
+    def __init__(self):
+        super().__init__(32)
+        self.batches: list[int] = []
+
+    def embed(self, texts):
+        self.batches.append(len(texts))
+        return super().embed(texts)
+
+
+def test_store_batches_writes_and_prefetched_queries():
+    from membase.layers.rag_store import DocumentStore
+
+    emb = CountingEmbedder()
+    store = DocumentStore(emb, collection="c", namespace=["memories", "u"], write_batch_size=3)
+    keys = [store.add(f"document about topic {i}").key for i in range(4)]
+    assert emb.batches == [3]  # one batch of three, the fourth still pending
+    store.prefetch_queries(["topic 3", "topic 1", "topic 3"])
+    assert emb.batches == [3, 2]
+    assert store.search("topic 3", 1)[0].key == keys[3]  # pending document written before reading
+    assert store.search("topic 1", 4)[0].key == keys[1]
+    assert emb.batches == [3, 2, 1]  # the pending write; no query was embedded again
+    store.close()
