@@ -1,4 +1,4 @@
-"""faultbench: every fault kind on every available layer yields its labelled op, reproducibly."""
+"""faultbench: every fault kind on every layer yields its labelled op, reproducibly."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkits.evidence_flow import attribute_case_evidence_flow
+from toolkits.evidence_flow import attribute_case_evidence_flow, content_tokens
+from toolkits.evidence_flow._graph_view import GraphView
 from toolkits.faultbench import ERROR_TYPE_OF, FAULT_KINDS, BuildConfig, build_faultbench, degrade
 from toolkits.faultbench.__main__ import main
 
@@ -18,64 +19,87 @@ EXPECTED_OPS = {
         "update": ("memory_system.memory_update", "update"),
         "deletion": ("memory_system.delete", "update"),
         "retrieval": ("memory_system.retrieve", "retrieval"),
-        "response": ("question-answering", "evaluation"),
     },
     "rag": {
         "extraction": ("memory_system.message_buffer_update", "update"),
         "update": ("memory_system.update", "update"),
         "deletion": ("memory_system.delete", "update"),
         "retrieval": ("memory_system.retrieve", "retrieval"),
-        "response": ("question-answering", "evaluation"),
+    },
+    "mem0": {
+        "extraction": ("memory_system.extract_facts", "extraction"),
+        "update": ("memory_system.update_memory_decision", "update"),
+        "deletion": ("memory_system.update_memory_decision", "update"),
+        "retrieval": ("memory_system.search_vector_store", "retrieval"),
+    },
+    "evermemos": {
+        "extraction": ("memory_system.extract_memory", "extraction"),
+        "update": ("memory_system.update", "update"),
+        "deletion": ("memory_system.delete", "update"),
+        "retrieval": ("memory_system.agentic_round1_bundle", "retrieval"),
     },
 }
-SPLITS = ["long_context", "rag"]
+for _ops in EXPECTED_OPS.values():
+    _ops["response"] = ("question-answering", "evaluation")
+SPLITS = list(EXPECTED_OPS)
+CONVERSATIONS = (2, 3, 4, 5, 8, 9)
 
 
-def _build(out: Path, locomo: Path, seed: int) -> None:
-    build_faultbench(BuildConfig(locomo_path=str(locomo), out_dir=str(out), splits=SPLITS, cases_per_kind=1,
-                                 seed=seed, max_messages=60))
+def _config(out: Path, locomo: Path, seed: int, splits=SPLITS) -> BuildConfig:
+    return BuildConfig(locomo_path=str(locomo), out_dir=str(out), splits=splits, cases_per_kind=1, seed=seed,
+                       max_messages=30, top_k=10, conversations=CONVERSATIONS)
 
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory, locomo_path) -> Path:
     out = tmp_path_factory.mktemp("faultbench")
-    _build(out, locomo_path, seed=0)
+    build_faultbench(_config(out, locomo_path, seed=0))
     return out
 
 
-def _cases(bench: Path, split: str) -> list[dict]:
+def _graphs(bench: Path, split: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((bench / split).glob("*.json"))]
+
+
+def _annotations(bench: Path, split: str) -> list[tuple[dict, dict]]:
+    return [(g, a) for g in _graphs(bench, split) for a in g["data"]["annotations"]]
 
 
 @pytest.mark.parametrize("split", SPLITS)
 def test_each_fault_kind_yields_its_labelled_op(bench, split):
-    graphs = _cases(bench, split)
-    kinds = sorted(g["data"]["annotations"][0]["fault"]["kind"] for g in graphs)
-    assert kinds == sorted(FAULT_KINDS)
-    for graph in graphs:
-        annotation = graph["data"]["annotations"][0]
+    pairs = _annotations(bench, split)
+    assert sorted(a["fault"]["kind"] for _, a in pairs) == sorted(FAULT_KINDS)
+    for graph, annotation in pairs:
         kind = annotation["fault"]["kind"]
         assert annotation["final_error_type"] == ERROR_TYPE_OF[kind]
-        ops = {op["op_id"]: op for op in graph["data"]["operations"]}
-        op = ops[annotation["final_op_id"]]
+        op = next(o for o in graph["data"]["operations"] if o["op_id"] == annotation["final_op_id"])
         assert (op["op_name"], op["category"]) == EXPECTED_OPS[split][kind], kind
-        assert graph["metadata"]["memtracebench_graph_filename"] == f"{split}-{kind}-{annotation['query_id'][6:-2]}.json"
         node_ids = {n["full_node_id"] for n in graph["data"]["nodes"]}
         for key in ("query_id", "golden_answers_id", "prediction_id"):
             assert annotation[key] in node_ids
-        assert set(annotation["source_evidence_ids"]) <= node_ids
+        assert annotation["source_evidence_ids"] and set(annotation["source_evidence_ids"]) <= node_ids
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_files_follow_the_memtracebench_layout(bench, split):
+    for path in sorted((bench / split).glob("*.json")):
+        graph = json.loads(path.read_text())
+        assert graph["metadata"]["memtracebench_graph_filename"] == path.name
+        assert graph["metadata"]["memtracebench_dataset_source"] == "LoCoMo"
+        assert not any(n["filename"].startswith("/") for n in graph["data"]["nodes"])  # no local paths
 
 
 @pytest.mark.parametrize("split", SPLITS)
 def test_kept_cases_really_fail(bench, split):
-    for graph in _cases(bench, split):
-        annotation = graph["data"]["annotations"][0]
-        scores = [n["value"] for n in graph["data"]["nodes"] if n["class_name"] == "judge_score"]
+    for graph, annotation in _annotations(bench, split):
+        view = GraphView.build(graph)
+        judge_ops = [e.op_id for e in view.out_edges[annotation["query_id"]] if view.op_name(e.op_id) == "llm-judge"]
+        scores = [view.nodes[e.target].value for op in judge_ops for e in view.op_edges[op]
+                  if view.nodes[e.target].class_name == "judge_score"]
         assert scores == ["0.0"], annotation["fault"]
 
 
 def test_loader_reads_it_and_evidence_flow_recovers_every_label(bench):
-    pytest.importorskip("toolkits.bench_utils")
     from toolkits.bench_utils import load_memtracebench
 
     graphs, cases = load_memtracebench(str(bench), splits=SPLITS)
@@ -87,19 +111,16 @@ def test_loader_reads_it_and_evidence_flow_recovers_every_label(bench):
 
 
 def test_same_seed_same_benchmark_other_seed_other_cases(bench, tmp_path, locomo_path):
-    _build(tmp_path / "again", locomo_path, seed=0)
-    for split in SPLITS:
-        first = [g["data"]["annotations"] for g in _cases(bench, split)]
-        again = [g["data"]["annotations"] for g in _cases(tmp_path / "again", split)]
-        assert first == again
-    _build(tmp_path / "other", locomo_path, seed=1)
-    assert {p.name for p in (tmp_path / "other" / "rag").glob("*.json")} != {
-        p.name for p in (bench / "rag").glob("*.json")}
+    splits = ["long_context", "rag"]
+    build_faultbench(_config(tmp_path / "again", locomo_path, seed=0, splits=splits))
+    for split in splits:
+        assert [a for _, a in _annotations(bench, split)] == [a for _, a in _annotations(tmp_path / "again", split)]
+    build_faultbench(_config(tmp_path / "other", locomo_path, seed=1, splits=splits))
+    assert [a["query_id"] for _, a in _annotations(tmp_path / "other", "rag")] != [
+        a["query_id"] for _, a in _annotations(bench, "rag")]
 
 
 def test_degrade_removes_only_answer_words():
-    from toolkits.evidence_flow import content_tokens
-
     assert degrade("I moved here from Sweden four years ago.", content_tokens("Sweden")) == (
         "I moved here from four years ago.")
 
@@ -111,3 +132,4 @@ def test_cli_build_and_score(tmp_path, locomo_path, capsys):
     out = capsys.readouterr().out
     assert "rag" in out and "1.000" in out
     assert main(["build", str(tmp_path), "--locomo", str(tmp_path / "missing.json"), "--splits", "rag"]) == 2
+    assert main(["score", str(tmp_path / "nothing")]) == 2

@@ -101,10 +101,13 @@ def _case_field(case: Any, name: str, default: Any = None) -> Any:
     return getattr(case, name, default)
 
 
-def _node_text(node: NodeRec) -> str:
+def _node_text(node: NodeRec, *, flow: bool = False) -> str:
+    """What a node says. Memory units count by their retrievable content, except when following
+    the flow (``flow=True``): raw copies of source messages inside a unit still pass the
+    information on to the ops that read the unit (e.g. EverMemOS's episode extraction)."""
     if is_message(node):
         return message_text(node.value)
-    return memory_text(node.value, unit=is_memory_unit(node))
+    return memory_text(node.value, unit=is_memory_unit(node) and not flow)
 
 
 class _Tracer:
@@ -115,8 +118,8 @@ class _Tracer:
         self.probe = probe
         self.trail: list[_Step] = []
 
-    def carries(self, node: NodeRec) -> bool:
-        return self.probe.present(_node_text(node))
+    def carries(self, node: NodeRec, *, flow: bool = False) -> bool:
+        return self.probe.present(_node_text(node, flow=flow))
 
     def score(self, node: NodeRec) -> float:
         return round(self.probe.score(_node_text(node)), 3)
@@ -146,7 +149,7 @@ class _Tracer:
             target = self.view.nodes.get(edge.target)
             if target is None:
                 continue
-            if self.carries(target):
+            if self.carries(target, flow=True):
                 carriers.add(edge.target)
                 if shown < _MAX_TRAIL_CARRIES:
                     self.step(stage, op_id=edge.op_id, node=target, present=True,

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from toolkits.evidence_flow import content_tokens
-from toolkits.faultbench._faults import ERROR_TYPE_OF, FAULT_KINDS, Fault, FaultTarget, states_answer
+from toolkits.faultbench._faults import (
+    ERROR_TYPE_OF,
+    FAULT_KINDS,
+    Fault,
+    FaultSet,
+    FaultTarget,
+    states_answer,
+)
 from toolkits.faultbench._labels import find_label_op
 from toolkits.faultbench._pipeline import run_pipeline
 
@@ -42,6 +49,8 @@ class BuildConfig:
     seed: int = 0
     max_messages: int = 60
     """Each conversation is cut to its first `max_messages` messages (keeps graphs small)."""
+    max_messages_by_split: dict[str, int] = field(default_factory=dict)
+    """Per-split override of `max_messages` (Mem0/EverMemOS graphs grow fastest)."""
     top_k: int = 5
     conversations: Sequence[int] | None = None
     """1-based LoCoMo sample numbers to use (default: all, in seeded order)."""
@@ -122,7 +131,7 @@ def _fault_class(split: str) -> type[Fault]:
     raise ValueError(f"unknown split {split!r}; choose from {sorted(SPLITS)}")
 
 
-def make_layer(split: str, user_id: str, save_dir: str, fault: Fault | None = None) -> Any:
+def make_layer(split: str, user_id: str, save_dir: str, faults: list[Fault] | None = None) -> Any:
     """Build the split's layer with deterministic components (no network, no model)."""
     from membase.layers import build_layer
 
@@ -131,7 +140,7 @@ def make_layer(split: str, user_id: str, save_dir: str, fault: Fault | None = No
     if split == "rag":
         return build_layer("NaiveRAG", user_id=user_id, save_dir=save_dir, deferred=True, max_tokens=200,
                            vector_store="memory", retriever_name_or_path="fake:64", retriever_dim=64)
-    return _fault_class(split).make_layer(user_id, save_dir, fault)  # type: ignore[attr-defined]
+    return _fault_class(split).make_layer(user_id, save_dir, list(faults or []))  # type: ignore[attr-defined]
 
 
 def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | None = None) -> BuildReport:
@@ -146,6 +155,7 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
 
     Raises:
         ValueError: unknown split or fault kind.
+        membase.exceptions.DatasetError: the LoCoMo file is missing or malformed.
     """
     from membase.datasets.locomo import load_locomo
 
@@ -154,6 +164,8 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
     for kind in config.kinds:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; choose one of {FAULT_KINDS}")
+    if config.cases_per_kind < 1:
+        raise ValueError("cases_per_kind must be at least 1")
     dataset = load_locomo(config.locomo_path)
     out = Path(config.out_dir)
     report = BuildReport()
@@ -162,56 +174,12 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         if split_dir.exists():
             shutil.rmtree(split_dir)
         split_dir.mkdir(parents=True)
-        _build_split(split, dataset, config, split_dir, report, progress)
+        _SplitBuilder(split, dataset, config, split_dir, report, progress).build()
     manifest = {"config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
                            if k not in ("out_dir", "locomo_path")},
                 "cases": report.cases, "dropped": report.dropped}
     _atomic_write(out / "faultbench_manifest.json", manifest, indent=2)
     return report
-
-
-def _build_split(split: str, dataset: Any, config: BuildConfig, split_dir: Path, report: BuildReport,
-                 progress: Callable[[str], None] | None) -> None:
-    rng = random.Random(f"{config.seed}:{split}")
-    numbers = list(config.conversations or range(1, len(dataset) + 1))
-    rng.shuffle(numbers)
-    quota = {kind: config.cases_per_kind for kind in config.kinds}
-    fault_cls = _fault_class(split)
-    for number in numbers:
-        if not any(quota.values()):
-            return
-        trajectory, qas = dataset[number - 1]
-        trajectory = cut_trajectory(trajectory, config.max_messages)
-        targets = candidate_targets(trajectory, qas)
-        if not targets:
-            continue
-        n_messages = sum(len(s.messages) for s in trajectory.sessions)
-        with _run_dir() as tmp, seeded_uuid4(random.Random(zlib.crc32(f"{config.seed}:{split}:{number}".encode()))):
-            layer = make_layer(split, trajectory.id, str(Path(tmp) / "baseline"))
-            try:
-                baseline = run_pipeline(layer, trajectory, [t[0] for t in targets], top_k=config.top_k)
-            finally:
-                layer.cleanup()
-        correct = [t for t in targets if baseline.records[t[0].id].score == 1.0]
-        report.dropped["baseline_wrong"] = report.dropped.get("baseline_wrong", 0) + len(targets) - len(correct)
-        for kind in config.kinds:
-            pool = list(correct)
-            rng.shuffle(pool)
-            for qa, fact, fact_index in pool:
-                if quota[kind] <= 0:
-                    break
-                if kind in ("update", "deletion") and fact_index >= n_messages - 1:
-                    report.drop("no_message_after_fact")
-                    continue
-                act_index = rng.randint(fact_index + 1, n_messages - 1) if fact_index < n_messages - 1 else fact_index
-                target = FaultTarget(qa=qa, fact_message=fact, fact_index=fact_index,
-                                     answer_tokens=content_tokens(" ".join(qa.golden_answers)), act_index=act_index)
-                case = _run_case(split, kind, number, trajectory, target, fault_cls, config, split_dir, report)
-                if case is not None:
-                    quota[kind] -= 1
-                    report.cases.append(case)
-                    if progress:
-                        progress(f"{split}/{case['file']}: {case['final_error_type']} at {case['final_op_id']}")
 
 
 @contextlib.contextmanager
@@ -223,51 +191,173 @@ def _run_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _run_case(split: str, kind: str, number: int, trajectory: Any, target: FaultTarget, fault_cls: type[Fault],
-              config: BuildConfig, split_dir: Path, report: BuildReport) -> dict[str, Any] | None:
-    fault = fault_cls(kind, target)
-    seed = zlib.crc32(f"{config.seed}:{split}:{kind}:{target.qa.id}".encode())
-    with _run_dir() as tmp, seeded_uuid4(random.Random(seed)):
-        layer = make_layer(split, trajectory.id, str(Path(tmp) / "run"), fault)
-        try:
-            run = run_pipeline(layer, trajectory, [target.qa], injector=fault, top_k=config.top_k,
-                               graph_metadata={"faultbench_seed": config.seed})
-        finally:
-            layer.cleanup()
-    record = run.records[target.qa.id]
-    if not fault.fired:
-        report.drop(f"{kind}_not_fired")
-        return None
-    if record.score != 0.0:
-        report.drop(f"{kind}_answer_still_correct")
-        return None
-    export = run.graph.export_graph()
-    op_id = find_label_op(fault, export, record)
-    if op_id is None:
-        report.drop(f"{kind}_op_not_found")
-        return None
-    filename = f"{split}-{kind}-{target.qa.id}.json"
-    export["metadata"]["memtracebench_graph_filename"] = filename
-    export["metadata"]["memtracebench_dataset_source"] = "LoCoMo"
-    nodes = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}  # last version wins
-    query_value = next(n["value"] for n in export["data"]["nodes"] if n["full_node_id"] == record.query_id)
-    annotation = {
-        "query_id": record.query_id,
-        "query": query_value,
-        "golden_answers": list(target.qa.golden_answers),
-        "golden_answers_id": record.golden_id,
-        "prediction": record.prediction,
-        "prediction_id": record.prediction_id,
-        "source_evidence_ids": [nodes[e] for e in target.qa.metadata.get("evidence", []) if e in nodes],
-        "final_error_type": ERROR_TYPE_OF[kind],
-        "final_op_id": op_id,
-        "fault": {"kind": kind, "description": fault.note, "fact_message": target.fact_message.id,
-                  "conversation": number, "seed": config.seed},
-    }
-    export["data"]["annotations"] = [annotation]
-    _atomic_write(split_dir / filename, export)
-    return {"split": split, "file": filename, "query_id": record.query_id, "kind": kind,
-            "final_error_type": annotation["final_error_type"], "final_op_id": op_id}
+class _SplitBuilder:
+    """Builds one split: conversations in seeded order, one graph per group of cases.
+
+    A group holds at most one case per fault kind, on questions with different fact messages
+    (Long-Context deletions, which forget everything, get a graph of their own). A group is
+    kept only when every case is valid: with all of the group's faults its answer fails, and
+    without its own fault (the others kept) its answer is correct — so each case's fault is
+    the decisive one, and the faults of the other cases do not touch its information.
+    """
+
+    def __init__(self, split: str, dataset: Any, config: BuildConfig, split_dir: Path, report: BuildReport,
+                 progress: Callable[[str], None] | None) -> None:
+        self.split, self.dataset, self.config = split, dataset, config
+        self.split_dir, self.report, self.progress = split_dir, report, progress
+        self.rng = random.Random(f"{config.seed}:{split}")
+        self.quota = {kind: config.cases_per_kind for kind in config.kinds}
+        self.fault_cls = _fault_class(split)
+
+    def build(self) -> None:
+        numbers = list(self.config.conversations or range(1, len(self.dataset) + 1))
+        self.rng.shuffle(numbers)
+        for number in numbers:
+            if not any(self.quota.values()):
+                return
+            self._conversation(number)
+        for kind, left in self.quota.items():
+            if left:
+                logger.warning("faultbench %s: only %d of %d %s cases found", self.split,
+                               self.config.cases_per_kind - left, self.config.cases_per_kind, kind)
+
+    def _run(self, number: int, trajectory: Any, qas: list[Any], faults: list[Fault], tag: str) -> Any:
+        seed = zlib.crc32(f"{self.config.seed}:{self.split}:{number}:{tag}".encode())
+        with _run_dir() as tmp, seeded_uuid4(random.Random(seed)):
+            layer = make_layer(self.split, trajectory.id, str(Path(tmp) / "run"), faults)
+            try:
+                return run_pipeline(layer, trajectory, qas, injector=FaultSet(faults), top_k=self.config.top_k,
+                                    graph_metadata={"faultbench_seed": self.config.seed})
+            finally:
+                layer.cleanup()
+
+    def _conversation(self, number: int) -> None:
+        trajectory, qas = self.dataset[number - 1]
+        limit = self.config.max_messages_by_split.get(self.split, self.config.max_messages)
+        trajectory = cut_trajectory(trajectory, limit)
+        targets = candidate_targets(trajectory, qas)
+        if not targets:
+            return
+        baseline = self._run(number, trajectory, [t[0] for t in targets], [], "baseline")
+        pool = [t for t in targets if baseline.records[t[0].id].score == 1.0]
+        self.report.dropped["baseline_wrong"] = self.report.dropped.get("baseline_wrong", 0) + len(targets) - len(pool)
+        self.rng.shuffle(pool)
+        n_messages = sum(len(s.messages) for s in trajectory.sessions)
+        while pool and any(self.quota.values()):
+            group = self._plan_group(pool, n_messages)
+            if not group:
+                return
+            self._group(number, trajectory, group)
+
+    def _plan_group(self, pool: list[tuple[Any, Any, int]], n_messages: int) -> list[Fault]:
+        group: list[Fault] = []
+        used_facts: set[str] = set()
+        for kind in self.config.kinds:
+            if self.quota[kind] <= 0:
+                continue
+            if self.split == "long_context" and kind == "deletion" and group:
+                continue
+            if self.split == "long_context" and any(f.kind == "deletion" for f in group):
+                break
+            for i, (qa, fact, fact_index) in enumerate(pool):
+                if fact.id in used_facts:
+                    continue
+                if kind in ("update", "deletion") and fact_index >= n_messages - 1:
+                    continue
+                act = self.rng.randint(fact_index + 1, n_messages - 1) if fact_index < n_messages - 1 else fact_index
+                target = FaultTarget(qa=qa, fact_message=fact, fact_index=fact_index,
+                                     answer_tokens=content_tokens(" ".join(qa.golden_answers)), act_index=act)
+                group.append(self.fault_cls(kind, target))
+                used_facts.add(fact.id)
+                del pool[i]
+                break
+        return group
+
+    def _group(self, number: int, trajectory: Any, group: list[Fault]) -> None:
+        while group:
+            faults = [self._fresh(f) for f in group]
+            tag = ",".join(f"{f.kind}:{f.target.qa.id}" for f in faults)
+            run = self._run(number, trajectory, [f.target.qa for f in faults], faults, tag)
+            keep = []
+            for f in faults:
+                if not f.fired:
+                    self.report.drop(f"{f.kind}_not_fired")
+                elif run.records[f.target.qa.id].score != 0.0:
+                    self.report.drop(f"{f.kind}_answer_still_correct")
+                else:
+                    keep.append(f)
+            for f in list(keep):
+                others = [self._fresh(o) for o in keep if o is not f]
+                if not others:
+                    continue
+                without = self._run(number, trajectory, [f.target.qa], others, f"without:{tag}:{f.target.qa.id}")
+                if without.records[f.target.qa.id].score != 1.0:
+                    self.report.drop(f"{f.kind}_not_decisive_in_group")
+                    keep.remove(f)
+            if len(keep) == len(faults):
+                self._write(number, run, faults)
+                return
+            group = keep
+
+    def _fresh(self, fault: Fault) -> Fault:
+        return self.fault_cls(fault.kind, fault.target)
+
+    def _write(self, number: int, run: Any, faults: list[Fault]) -> None:
+        export = run.graph.export_graph()
+        _relativize(export)
+        cases = []
+        for fault in faults:
+            record = run.records[fault.target.qa.id]
+            op_id = find_label_op(fault, export, record)
+            if op_id is None:
+                self.report.drop(f"{fault.kind}_op_not_found")
+                continue
+            cases.append((fault, record, op_id))
+        if not cases:
+            return
+        index = len(list(self.split_dir.glob(f"{self.split}-locomo-{number}-*.json"))) + 1
+        filename = f"{self.split}-locomo-{number}-{index}.json"
+        export["metadata"]["memtracebench_graph_filename"] = filename
+        export["metadata"]["memtracebench_dataset_source"] = "LoCoMo"
+        latest = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}
+        values = {n["full_node_id"]: n["value"] for n in export["data"]["nodes"]}
+        annotations = []
+        for fault, record, op_id in cases:
+            qa = fault.target.qa
+            annotations.append({
+                "query_id": record.query_id,
+                "query": values[record.query_id],
+                "golden_answers": list(qa.golden_answers),
+                "golden_answers_id": record.golden_id,
+                "prediction": record.prediction,
+                "prediction_id": record.prediction_id,
+                "source_evidence_ids": [latest[e] for e in qa.metadata.get("evidence", []) if e in latest],
+                "final_error_type": ERROR_TYPE_OF[fault.kind],
+                "final_op_id": op_id,
+                "fault": {"kind": fault.kind, "description": fault.note, "fact_message": fault.target.fact_message.id,
+                          "conversation": number, "seed": self.config.seed},
+            })
+            self.quota[fault.kind] -= 1
+            case = {"split": self.split, "file": filename, "query_id": record.query_id, "kind": fault.kind,
+                    "final_error_type": ERROR_TYPE_OF[fault.kind], "final_op_id": op_id}
+            self.report.cases.append(case)
+            if self.progress:
+                self.progress(f"{self.split}/{filename}: {case['final_error_type']} at {op_id} ({record.query_id})")
+        export["data"]["annotations"] = annotations
+        _atomic_write(self.split_dir / filename, export)
+
+
+_REPO_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
+
+
+def _relativize(export: dict[str, Any]) -> None:
+    """Make recorded source paths relative to the repository (no local paths in shared files)."""
+    for key in ("nodes", "edges", "operations", "sessions"):
+        for rec in export["data"].get(key, []):
+            for field_name in ("filename", "trigger_point"):
+                value = rec.get(field_name)
+                if isinstance(value, str) and value.startswith(_REPO_ROOT):
+                    rec[field_name] = value[len(_REPO_ROOT):]
 
 
 def _atomic_write(path: Path, data: Any, indent: int | None = None) -> None:

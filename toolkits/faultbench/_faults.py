@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +38,20 @@ from toolkits.evidence_flow._text import text_lines
 from toolkits.faultbench._models import ExtractiveReader, split_statements
 from toolkits.faultbench._pipeline import FaultInjector
 
-__all__ = ["ERROR_TYPE_OF", "FAULT_KINDS", "Fault", "FaultTarget", "degrade", "states_answer"]
+__all__ = [
+    "CONSTRUCTION_KINDS",
+    "ERROR_TYPE_OF",
+    "FAULT_KINDS",
+    "Fault",
+    "FaultSet",
+    "FaultTarget",
+    "degrade",
+    "states_answer",
+]
 
 FAULT_KINDS = ("extraction", "update", "deletion", "retrieval", "response")
+#: Kinds that change what is stored (the others act on one question's retrieval or answer).
+CONSTRUCTION_KINDS = ("extraction", "update", "deletion")
 ERROR_TYPE_OF = {
     "extraction": "ExtractionError",
     "update": "UpdateError",
@@ -139,3 +150,48 @@ def record_delete(units: list[tuple[Any, dict[str, Any]]], *, comment: str) -> s
             comment_link(source=(value, options), target=marker, category="update",
                          comment="The memory unit is deleted.")
     return op.op_id
+
+
+class FaultSet(FaultInjector):
+    """Several faults on *different* questions in one run; each hook goes to every fault."""
+
+    def __init__(self, faults: list[Fault]) -> None:
+        self.faults = list(faults)
+
+    def on_start(self, layer: Any, graph: Any) -> None:
+        for fault in self.faults:
+            fault.on_start(layer, graph)
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for fault in self.faults:
+                stack.enter_context(fault.around_message(layer, message, index))
+            yield
+
+    def after_message(self, layer: Any, message: Any, index: int) -> None:
+        for fault in self.faults:
+            fault.after_message(layer, message, index)
+
+    def after_flush(self, layer: Any) -> None:
+        for fault in self.faults:
+            fault.after_flush(layer)
+
+    @contextlib.contextmanager
+    def around_retrieve(self, layer: Any, qa: Any, graph: Any) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for fault in self.faults:
+                stack.enter_context(fault.around_retrieve(layer, qa, graph))
+            yield
+
+    def search_order(self, qas: Sequence[Any]) -> list[Any]:
+        """Questions with a retrieval fault are searched last: a faulted Long-Context retrieval
+        records a filtered snapshot of the memory unit that later searches must not meet."""
+        faulted = {f.target.qa.id for f in self.faults if f.kind == "retrieval"}
+        return [q for q in qas if q.id not in faulted] + [q for q in qas if q.id in faulted]
+
+    def answer(self, qa: Any, question: str, context: str, reader: ExtractiveReader) -> str:
+        for fault in self.faults:
+            if fault.kind == "response" and fault.target.qa.id == qa.id:
+                return fault.answer(qa, question, context, reader)
+        return super().answer(qa, question, context, reader)

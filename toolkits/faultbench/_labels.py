@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkits.evidence_flow._graph_view import GraphView, is_memory_unit
+from toolkits.evidence_flow._graph_view import GraphView, is_delete_marker, is_memory_unit
+from toolkits.evidence_flow._text import memory_text
 
 __all__ = ["find_label_op"]
 
@@ -28,6 +29,10 @@ def find_label_op(fault: Any, export: dict[str, Any], record: Any) -> str | None
     if fault.op_id:
         return fault.op_id
     view = GraphView.build(export)
+    if hasattr(fault, "find_op"):
+        found = fault.find_op(view)
+        if found is not None:
+            return found
     if fault.kind == "response":
         return record.qa_op_id
     if fault.kind == "retrieval":
@@ -46,6 +51,28 @@ def find_label_op(fault: Any, export: dict[str, Any], record: Any) -> str | None
                 edges = view.in_edges.get(node.full_node_id, [])
                 return edges[0].op_id if edges else None
         return None
+    if fault.kind in ("update", "deletion"):
+        op_id = _unit_loss_op(view, fault)
+        if op_id is not None:
+            return op_id
     message_id = getattr(fault, "fault_message", None) or fault.target.fact_message.id
     node = view.resolve(message_id)
-    return _op_of_edge(view, node.full_node_id) if node is not None else None
+    # The op that consumes the message first: Long-Context's memory update, Mem0's extract_facts.
+    return _op_of_edge(view, node.full_node_id, target_unit=False) if node is not None else None
+
+
+def _unit_loss_op(view: GraphView, fault: Any) -> str | None:
+    """The op where a unit holding the fact got a version without it, or was deleted."""
+    carries = fault.target.carries
+    for edge in view.edges:
+        source, target = view.nodes.get(edge.source), view.nodes.get(edge.target)
+        if source is None or target is None or not is_memory_unit(source) or view.is_query_time_op(edge.op_id):
+            continue
+        if not carries(memory_text(source.value)):
+            continue
+        if fault.kind == "deletion" and is_delete_marker(target):
+            return edge.op_id
+        if (fault.kind == "update" and is_memory_unit(target) and target.full_name == source.full_name
+                and not carries(memory_text(target.value))):
+            return edge.op_id
+    return None

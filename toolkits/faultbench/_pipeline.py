@@ -53,6 +53,10 @@ class FaultInjector:
         """Wraps `layer.retrieve(question)` of one question."""
         yield
 
+    def search_order(self, qas: Sequence[Any]) -> list[Any]:
+        """The order in which the questions are searched (default: as given)."""
+        return list(qas)
+
     def answer(self, qa: Any, question: str, context: str, reader: ExtractiveReader) -> str:
         """Produce the prediction (default: the reader's answer)."""
         return reader.answer(question, [context])
@@ -141,7 +145,7 @@ def run_pipeline(
                              metadata={"top_k": top_k, "strict": True}):
             from smartcomment import comment_variable
 
-            for qa in qas:
+            for qa in injector.search_order(qas):
                 comment_variable(qa.question, variable_name="query", id_strategy=_const(qa.id),
                                  category="message & query", class_name="query", metadata=dict(qa.metadata))
                 with injector.around_retrieve(layer, qa, graph):
