@@ -304,9 +304,11 @@ class FunctionChatModel(_FakeChatModel):
 
 
 class FlatTextFormatter(OpenAIChatFormatter):
-    """OpenAI formatter that sends text-only content as one string.
+    """OpenAI formatter adapted to llama-cpp-python's server.
 
-    llama-cpp-python's server rejects list-valued content for system and tool messages.
+    The server rejects list-valued content for system and tool messages, and a ``null`` content
+    on assistant messages that only carry tool calls; text-only lists are sent as one string and
+    a missing assistant content as ``""``.
     """
 
     async def format(self, msgs: list[Msg], **kwargs: Any) -> list[dict[str, Any]]:  # type: ignore[override]
@@ -318,6 +320,8 @@ class FlatTextFormatter(OpenAIChatFormatter):
                 isinstance(p, dict) and p.get("type") == "text" for p in content
             ):
                 message["content"] = "\n".join(p["text"] for p in content)
+            elif content is None and message.get("role") == "assistant":
+                message["content"] = ""
         return out
 
 
@@ -358,7 +362,10 @@ def build_openai_chat_model(
         max_tokens=None if llama_cpp_compat else max_tokens,
     )
     extra_body = {"max_tokens": max_tokens} if llama_cpp_compat and max_tokens is not None else None
-    client_kwargs = {"timeout": timeout} if timeout is not None else None
+    # Retries belong to agentscope's loop (max_retries); the SDK's own would multiply them.
+    client_kwargs: dict[str, Any] = {"max_retries": 0}
+    if timeout is not None:
+        client_kwargs["timeout"] = timeout
     return OpenAIChatModel(
         credential=OpenAICredential(api_key=api_key or "EMPTY", base_url=base_url),
         model=model,

@@ -162,3 +162,11 @@ def test_flat_text_formatter_flattens_text_only_content():
         FlatTextFormatter().format([SystemMsg(name="system", content="s"), UserMsg(name="u", content="hi")])
     )
     assert out[0]["content"] == "s" and out[1]["content"] == "hi"
+
+
+def test_flat_text_formatter_gives_tool_call_messages_a_string_content():
+    from agentscope.message import AssistantMsg, ToolCallBlock
+
+    call = AssistantMsg(name="a", content=[ToolCallBlock(id="c1", name="ping", input="{}")])
+    out = asyncio.run(FlatTextFormatter().format([call]))
+    assert out[0]["content"] == "" and out[0]["tool_calls"][0]["function"]["name"] == "ping"
