@@ -303,3 +303,29 @@ def test_locomo_session_pair_one_memcell_per_session_and_graph_round_trip(tmp_pa
     assert message.category == "message" and message.metadata["speaker"] == sessions[0].messages[0].name
     exported = graph.export_graph()
     assert ExecNetwork.import_graph(json.loads(json.dumps(exported))).export_graph() == exported
+
+
+def test_openai_compatible_endpoint_from_api_config(tmp_path):
+    from membase.clients import ChatClient
+
+    api = tmp_path / "api_config.json"
+    api.write_text(
+        json.dumps(
+            {"api_keys": ["sk-a", "sk-b"], "base_urls": ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"]}
+        )
+    )
+    layer = _layer(
+        tmp_path,
+        llm_config={
+            "provider": "openai",
+            "model": "qwen3",
+            "api_config_path": str(api),
+            "temperature": 0.5,
+            "max_tokens": 99,
+        },
+    )
+    assert isinstance(layer.chat_model.model, ChatClient) and layer.chat_model.model.credentials.size == 2
+    seen = {}
+    layer.chat_model.model = type("Spy", (), {"complete": lambda self, m, **kw: seen.update(kw) or "x"})()
+    layer.chat_model.complete([{"role": "user", "content": "hi"}], temperature=0.0)
+    assert seen == {"temperature": 0.0, "max_tokens": 99}

@@ -33,6 +33,8 @@ class LLMConfig(_Strict):
     api_key: str | None = None
     """Key for the endpoint; None reads the credential pool from the environment."""
     base_url: str | None = None
+    api_config_path: str | None = None
+    """`api_config.json` with `{"api_keys": [...], "base_urls": [...]}` (wins over key/base_url)."""
     temperature: float = Field(0.3, ge=0.0, le=2.0)
     max_tokens: int = Field(16384, ge=1)
     cache_dir: str | None = None

@@ -51,9 +51,12 @@ def _build_chat_model(config: EverMemOSConfig) -> Any:
         return make_evermemos_fake(model=llm.model)
     from membase.clients import ChatClient, CredentialPool
 
-    credentials = (
-        CredentialPool([llm.api_key or "EMPTY"], [llm.base_url]) if (llm.api_key or llm.base_url) else None
-    )
+    if llm.api_config_path:
+        credentials = CredentialPool.from_api_config(llm.api_config_path)
+    elif llm.api_key or llm.base_url:
+        credentials = CredentialPool([llm.api_key or "EMPTY"], [llm.base_url])
+    else:
+        credentials = None  # read from the environment
     return ChatClient(llm.model, credentials=credentials, cache_dir=llm.cache_dir)
 
 
