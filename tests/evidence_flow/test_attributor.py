@@ -201,3 +201,12 @@ def test_seed_gives_frontier_and_hint(toy, case_factory):
     seed = evidence_flow_seed(result)
     assert msg in seed["frontier"]
     assert op in seed["hint"] and "ExtractionError" in seed["hint"]
+
+
+def test_pseudo_evidence_that_misses_the_answer_is_replaced_by_the_stating_message(toy, case_factory):
+    noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
+    msg, op, _ = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden four years ago.", ["Caroline moved"])
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [noise]))
+    assert (result["error_type"], result["op_id"]) == ("ExtractionError", op)
+    assert any("stand in" in step["note"] for step in result["trail"])

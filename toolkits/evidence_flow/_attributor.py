@@ -6,8 +6,10 @@ execution order, and blames the first operation after which the information is l
 1. **Critical information** — the golden answer's content tokens when the source evidence
    contains them (*answer mode*), else the evidence messages' content tokens (*evidence mode*).
    Evidence ids come from the caller, the case, or the query node's ``metadata.evidence``;
-   without any, the messages that carry the golden answer stand in. When no message of the
-   conversation carries it, the case is reported as ``evidence_absent`` with no error type.
+   when none of them states the golden answer (or there are none), the messages of the
+   conversation that state it stand in (answer mode); evidence mode is used only when no
+   message states it (inferred answers). When there is neither usable evidence nor a message
+   stating the answer, the case is reported as ``evidence_absent`` with no error type.
 2. **Construction** — starting at the evidence messages, every construction edge (ops that are
    not ``retrieval``/``evaluation``) whose source carries the information passes it on when
    its target carries it too (measured, see :mod:`._text`), else it is a *drop*. When no
@@ -293,6 +295,18 @@ def attribute_case_evidence_flow(
                 trail,
             )
 
+    if answer_tokens and not any(_line_recall(answer_tokens, _node_text(n)) >= answer_threshold for n in evidence):
+        # The given evidence (e.g. retrieved pseudo evidence) does not state the answer: the
+        # messages that do are the real evidence, if there are any.
+        stating = [
+            n for n in view.nodes.values()
+            if is_message(n) and _before(n, query)
+            and _line_recall(answer_tokens, message_text(n.value)) >= answer_threshold
+        ]
+        if stating:
+            trail.append(_Step(stage="evidence", note="the given evidence does not state the golden answer; "
+                               f"{len(stating)} message(s) that do stand in"))
+            evidence = stating
     probe, seeds = _build_probe(view, golden, evidence, answer_threshold=answer_threshold,
                                 evidence_threshold=evidence_threshold, embedder=embedder,
                                 embedding_threshold=embedding_threshold)

@@ -25,7 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--cases-per-kind", type=int, default=2)
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--max-messages", type=int, default=60)
-    build.add_argument("--top-k", type=int, default=5)
+    build.add_argument("--max-messages-for", action="append", default=[], metavar="SPLIT=N",
+                       help="per-split message limit, e.g. mem0=28 (repeatable)")
+    build.add_argument("--top-k", type=int, default=10)
+    build.add_argument("--conversations", type=int, nargs="+", default=None,
+                       help="1-based LoCoMo sample numbers to draw from (default: all)")
     score = sub.add_parser("score", help="attribute every case with evidence_flow and print ETA/OIA per split")
     score.add_argument("data_dir")
     score.add_argument("--splits", nargs="+", default=None, choices=list(SPLITS))
@@ -41,9 +45,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cases_per_kind < 1:
             print("error: --cases-per-kind must be at least 1", file=sys.stderr)
             return 2
+        by_split = {}
+        for item in args.max_messages_for:
+            split, _, number = item.partition("=")
+            if split not in SPLITS or not number.isdigit():
+                print(f"error: --max-messages-for expects SPLIT=N with SPLIT in {list(SPLITS)}, got {item!r}",
+                      file=sys.stderr)
+                return 2
+            by_split[split] = int(number)
         config = BuildConfig(locomo_path=args.locomo, out_dir=args.out_dir, splits=args.splits, kinds=args.kinds,
                              cases_per_kind=args.cases_per_kind, seed=args.seed, max_messages=args.max_messages,
-                             top_k=args.top_k)
+                             max_messages_by_split=by_split, top_k=args.top_k, conversations=args.conversations)
         try:
             report = build_faultbench(config, progress=print)
         except (ValueError, FileNotFoundError) as exc:

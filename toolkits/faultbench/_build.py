@@ -51,7 +51,7 @@ class BuildConfig:
     """Each conversation is cut to its first `max_messages` messages (keeps graphs small)."""
     max_messages_by_split: dict[str, int] = field(default_factory=dict)
     """Per-split override of `max_messages` (Mem0/EverMemOS graphs grow fastest)."""
-    top_k: int = 5
+    top_k: int = 10
     conversations: Sequence[int] | None = None
     """1-based LoCoMo sample numbers to use (default: all, in seeded order)."""
 
