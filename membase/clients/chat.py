@@ -191,7 +191,12 @@ class ChatClient:
             return self._to_result(response, messages)
 
         self.usage.record_failure()
-        if isinstance(last_exc, openai.APITimeoutError | openai.APIConnectionError):
+        if isinstance(last_exc, openai.APITimeoutError):
+            raise ModelUnreachableError(
+                f"chat endpoint {cred.base_url} timed out after {attempts} attempts (timeout {self.timeout:g}s); "
+                "raise the timeout or check the server load"
+            ) from last_exc
+        if isinstance(last_exc, openai.APIConnectionError):
             raise ModelUnreachableError(
                 f"chat endpoint {cred.base_url} unreachable after {attempts} attempts "
                 f"({type(last_exc).__name__}: {_short(last_exc)}); check the base URL and that the server runs"
