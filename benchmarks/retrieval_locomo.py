@@ -63,6 +63,7 @@ ABLATIONS: dict[str, RetrievalSettings] = {
     "reference+drop_zero": RetrievalSettings(tokenizer="ascii", text_mode="raw", drop_zero_sparse=True),
     "ours-unicode_no_stem": RetrievalSettings(tokenizer="unicode", text_mode="speaker_content"),
     "ours-unicode_stop": RetrievalSettings(tokenizer="unicode_stop", text_mode="speaker_content"),
+    "ours-porter_stem": RetrievalSettings(tokenizer="unicode_porter", text_mode="speaker_content"),
     "ours-content_only": RetrievalSettings(tokenizer="unicode_stem", text_mode="content"),
     "ours-keep_zero": RetrievalSettings(tokenizer="unicode_stem", text_mode="speaker_content", drop_zero_sparse=False),
 }
@@ -140,6 +141,10 @@ def evaluate(
 ) -> dict[str, Any]:
     """Recall@k (micro and macro) per query type and retrieval type for one settings variant."""
     needs_dense = any(t != "sparse" for t in retrieval_types)
+    if needs_dense:  # embed every query text once, in large batches (searches then hit the cache)
+        embedder.embed(
+            sorted({build_retrieval_query(q["query"], q["golden_answer"], q["prediction"], t) for q in queries for t in QUERY_TYPES})
+        )
     retrievers = [
         DocumentRetriever(
             message_documents(graph, text_mode=settings.text_mode),
@@ -198,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--retrieval-types", nargs="+", default=list(RETRIEVAL_TYPES), choices=RETRIEVAL_TYPES)
     p.add_argument("--ablations", action="store_true", help="also run single-change variants")
     p.add_argument("--limit-conversations", type=int, default=None)
+    p.add_argument("--max-questions", type=int, default=None, help="use only the first N questions (smoke runs)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--embedding-provider", choices=("local", "hashing"), default="local")
     p.add_argument("--output-path", type=Path, default=None)
@@ -210,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="retrieval-locomo-") as tmp:
         work = args.work_dir or Path(tmp)
         conversations = trace_locomo(args.locomo_path, work, args.limit_conversations)
-        queries = build_queries(conversations, args.seed)
+        queries = build_queries(conversations, args.seed)[: args.max_questions]
         n_docs = sum(len(message_documents(g, text_mode="raw")) for g, _ in conversations)
         print(f"{len(conversations)} conversations, {n_docs} message nodes, {len(queries)} questions", file=sys.stderr)
         embedder = CachedEmbedder(make_embedder(args.embedding_provider), work / "embeddings", batch_size=64)

@@ -112,6 +112,10 @@ class CachedEmbedder:
             path = Path(cache_dir)
             path.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path / "embeddings.sqlite"), check_same_thread=False)
+            # WAL + normal sync: a commit per batch stays cheap (a lost tail after a power cut
+            # only means re-embedding those texts).
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
             self._db.commit()
         self.hits = 0

@@ -96,6 +96,38 @@ ENGLISH_STOPWORDS = frozenset(
 )
 
 
+_VOWELS = frozenset("aeiou")
+
+
+@lru_cache(maxsize=200_000)
+def light_stem(word: str) -> str:
+    """A small English suffix stripper (plural, -ing, -ed, -ly, final e).
+
+    Conflates the inflections that separate questions from chat messages ("moved" / "move" /
+    "moving", "groups" / "group", "painted" / "painting") without the import cost of NLTK.
+    Words of three letters or fewer are kept as they are.
+    """
+    w = word
+    if len(w) <= 3:
+        return w
+    if w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 4:
+        w = w[:-1]
+    for suffix in ("ingly", "edly", "ing", "ied", "ed", "ly"):
+        stem = w[: -len(suffix)]
+        if w.endswith(suffix) and len(stem) >= 3 and any(c in _VOWELS for c in stem):
+            w = stem + ("y" if suffix == "ied" else "")
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in _VOWELS:
+                w = w[:-1]  # running -> run, planned -> plan
+            break
+    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
+        w = w[:-1]
+    return w
+
+
 @lru_cache(maxsize=1)
 def _stemmer() -> Callable[[str], str]:
     from nltk.stem.porter import PorterStemmer
@@ -104,19 +136,23 @@ def _stemmer() -> Callable[[str], str]:
     return lru_cache(maxsize=200_000)(stem)
 
 
-def unicode_tokenize(text: str, *, stopwords: bool = True, stem: bool = True) -> list[str]:
+def unicode_tokenize(
+    text: str, *, stopwords: bool = True, stem: bool = True, stemmer: Literal["light", "porter"] = "light"
+) -> list[str]:
     """Unicode-aware tokenizer for BM25.
 
     NFKC-normalises and case-folds the text, splits it into ``\\w+`` words (letters and digits
     of every script), and splits runs of CJK characters — written without spaces — into single
-    characters plus adjacent bigrams. Optionally drops English function words and applies the
-    Porter stemmer to ASCII words.
+    characters plus adjacent bigrams. Optionally drops English function words and stems ASCII
+    words.
 
     Args:
         text: Text to tokenize.
         stopwords: Drop :data:`ENGLISH_STOPWORDS`.
-        stem: Porter-stem ASCII words.
+        stem: Stem ASCII words.
+        stemmer: ``light`` (:func:`light_stem`) or ``porter`` (NLTK's Porter stemmer).
     """
+    stem_fn = light_stem if stemmer == "light" else _stemmer()
     text = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
     for word in _WORD.findall(text):
@@ -139,7 +175,7 @@ def unicode_tokenize(text: str, *, stopwords: bool = True, stem: bool = True) ->
             if stopwords and w in ENGLISH_STOPWORDS:
                 continue
             if stem and w.isascii() and w.isalpha() and len(w) > 3:
-                w = _stemmer()(w)
+                w = stem_fn(w)
             out.append(w)
     return out
 
@@ -149,6 +185,7 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
     "unicode": lambda t: unicode_tokenize(t, stopwords=False, stem=False),
     "unicode_stop": lambda t: unicode_tokenize(t, stopwords=True, stem=False),
     "unicode_stem": unicode_tokenize,
+    "unicode_porter": lambda t: unicode_tokenize(t, stemmer="porter"),
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +323,42 @@ def rrf_fuse(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> list[tuple
 # The retriever
 
 
+class _Bm25:
+    """``rank_bm25.BM25Okapi`` scores from an inverted index.
+
+    The statistics (idf with the epsilon floor, document lengths, k1, b) are rank_bm25's own;
+    scoring walks only the postings of the query terms instead of every document per term,
+    which gives the same numbers an order of magnitude faster on chat-sized corpora.
+    """
+
+    def __init__(self, corpus: list[list[str]]) -> None:
+        import numpy as np
+        from rank_bm25 import BM25Okapi
+
+        bm25 = BM25Okapi(corpus)
+        self._n = bm25.corpus_size
+        norm = bm25.k1 * (1 - bm25.b + bm25.b * np.asarray(bm25.doc_len, dtype=float) / bm25.avgdl)
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for i, freqs in enumerate(bm25.doc_freqs):
+            for term, tf in freqs.items():
+                ids, weights = postings.setdefault(term, ([], []))
+                ids.append(i)
+                weights.append(tf * (bm25.k1 + 1) / (tf + norm[i]))
+        self._postings = {
+            t: (np.asarray(ids), bm25.idf[t] * np.asarray(w)) for t, (ids, w) in postings.items()
+        }
+
+    def get_scores(self, query: list[str]) -> Any:
+        import numpy as np
+
+        scores = np.zeros(self._n)
+        for term in query:
+            hit = self._postings.get(term)
+            if hit is not None:
+                scores[hit[0]] += hit[1]
+        return scores
+
+
 class DocumentRetriever:
     """BM25 / dense / hybrid retrieval over a fixed set of documents.
 
@@ -335,11 +408,10 @@ class DocumentRetriever:
                 continue
             docs.append(doc)
         self.documents: tuple[Document, ...] = tuple(docs)
+        self._index = {d.doc_id: i for i, d in enumerate(docs)}
         self._bm25: Any = None
         if docs:
-            from rank_bm25 import BM25Okapi
-
-            self._bm25 = BM25Okapi([self._tokenize(d.text) or ["\x00"] for d in docs])
+            self._bm25 = _Bm25([self._tokenize(d.text) or ["\x00"] for d in docs])
         self._embedder = embedder
         self._qdrant: Any = None
         self._collection = "documents"
@@ -383,11 +455,12 @@ class DocumentRetriever:
             scores = self._bm25.get_scores(tokens)
         else:
             scores = [0.0] * len(self.documents)
-        order = sorted(range(len(self.documents)), key=lambda i: -float(scores[i]))  # stable: ties keep corpus order
-        hits = [(i, float(scores[i])) for i in order]
+        import numpy as np
+
+        order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")  # ties keep corpus order
         if self.settings.drop_zero_sparse:
-            hits = [h for h in hits if h[1] > 0.0]
-        return hits[:limit]
+            order = order[np.asarray(scores)[order] > 0.0]
+        return [(int(i), float(scores[i])) for i in order[:limit]]
 
     def _dense(self, query: str, limit: int) -> list[tuple[int, float]]:
         if self._qdrant is None or not self.documents or limit <= 0:
@@ -429,8 +502,7 @@ class DocumentRetriever:
                 [self.documents[i].doc_id for i, _ in self._sparse(query, candidates)],
                 [self.documents[i].doc_id for i, _ in self._dense(query, candidates)],
             ]
-            index = {d.doc_id: i for i, d in enumerate(self.documents)}
-            hits = [(index[doc_id], score) for doc_id, score in rrf_fuse(ranking_ids, k=self.settings.rrf_k)]
+            hits = [(self._index[doc_id], score) for doc_id, score in rrf_fuse(ranking_ids, k=self.settings.rrf_k)]
         if score_threshold is not None:
             hits = [h for h in hits if h[1] >= score_threshold]
         return [

@@ -203,3 +203,22 @@ def test_message_documents_from_real_fixture(fixtures_dir):
     assert docs[0].text == "Caroline: Hey Mel! Good to see you!"
     r = DocumentRetriever(docs, retrieval_type="sparse")
     assert r.search("Sweden", 1)[0].doc_id == "U1:D2:2@1"
+
+
+def test_bm25_index_matches_rank_bm25_scores():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from rank_bm25 import BM25Okapi
+
+    from toolkits.retrieval import _Bm25
+
+    words = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.lists(words, min_size=1, max_size=8), min_size=1, max_size=8), st.lists(words, max_size=5))
+    def check(corpus, query):
+        expected = BM25Okapi(corpus).get_scores(query)
+        got = _Bm25(corpus).get_scores(query)
+        assert list(got) == pytest.approx(list(expected))
+
+    check()
