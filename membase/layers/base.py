@@ -99,6 +99,10 @@ class MemBaseLayer(ABC):
     def prefetch_queries(self, queries: list[str]) -> None:  # noqa: B027 - optional hook
         """Hint the questions about to be retrieved (lets a layer batch their embeddings)."""
 
+    def token_usage(self) -> dict[str, Any]:
+        """Token counters of the models this layer called, keyed by model role (empty: no models)."""
+        return {}
+
     def get_patch_specs(self) -> list[PatchSpec]:
         """Callables to wrap while messages are ingested (token monitoring)."""
         return []

@@ -22,6 +22,7 @@ from membase.exceptions import ModelRequestsBlockedError, ModelUnreachableError
 from membase.layers import build_layer
 from membase.runners._common import RunReport, bounded_map, graph_file, tracing_switch, write_graph
 from membase.types import MemoryDataset, Trajectory
+from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher
 
 __all__ = ["ConstructionRunner", "ConstructionRunnerConfig"]
@@ -94,6 +95,11 @@ class ConstructionRunner:
                 return
             graph = self._build(layer, traj, report, bar)
             layer.save_memory()
+            usage = layer.token_usage()
+            if usage:
+                atomic_write_json(Path(layer.config.save_dir) / "token_cost.json", usage)
+                with report._lock:
+                    report.usage[traj.id] = usage
             if graph is not None:
                 path = write_graph(graph, graph_file(cfg.traced_data_save_dir, traj.id, "construction"))
                 report.outputs.append(str(path))

@@ -125,3 +125,11 @@ def test_bad_evaluation_input(tmp_path):
                          judge_model=FunctionChatModel(lambda *_a, **_k: "x")).run()
     with pytest.raises(ConfigError, match="needs a judge model"):
         EvaluationRunner(config, qa_model=FunctionChatModel(lambda *_a, **_k: "x"))
+
+
+def test_layer_token_usage_is_saved_per_user(dataset, tmp_path, monkeypatch):
+    monkeypatch.setattr(LongContextLayer, "token_usage", lambda self: {"llm": {"requests": 3}})
+    report = ConstructionRunner(ConstructionRunnerConfig(**_common(tmp_path))).run(dataset)
+    assert report.usage == {"locomo-1": {"llm": {"requests": 3}}}
+    saved = json.loads((tmp_path / "memory" / "locomo-1" / "token_cost.json").read_text())
+    assert saved == {"llm": {"requests": 3}}
