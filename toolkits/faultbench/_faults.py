@@ -108,6 +108,10 @@ class Fault(FaultInjector):
         """Id of the faulty op when the fault records it itself (else found in the graph)."""
         self.note = ""
         """What exactly was done (goes into the annotation)."""
+        self.fault_message: str | None = None
+        """Id of the message whose ingestion op carried the fault, when not the fact message."""
+        self.corrupted_doc: str | None = None
+        """NaiveRAG extraction: the corrupted document (locates its op in the graph)."""
 
     # response faults are the same for every layer
     def answer(self, qa: Any, question: str, context: str, reader: ExtractiveReader) -> str:

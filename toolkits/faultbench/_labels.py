@@ -44,7 +44,7 @@ def find_label_op(fault: Any, export: dict[str, Any], record: Any) -> str | None
                         if op.category == "retrieval" and query is not None and op.created_at >= query.created_at),
                        key=lambda op: op.created_at)
         return later[0].op_id if later else None
-    corrupted = getattr(fault, "corrupted_doc", None)
+    corrupted = fault.corrupted_doc
     if corrupted is not None:  # NaiveRAG extraction: the op that cut the corrupted document
         for node in view.nodes.values():
             if node.class_name == "temporary_variable" and node.value == repr(corrupted):
@@ -55,7 +55,7 @@ def find_label_op(fault: Any, export: dict[str, Any], record: Any) -> str | None
         op_id = _unit_loss_op(view, fault)
         if op_id is not None:
             return op_id
-    message_id = getattr(fault, "fault_message", None) or fault.target.fact_message.id
+    message_id = fault.fault_message or fault.target.fact_message.id
     node = view.resolve(message_id)
     # The op that consumes the message first: Long-Context's memory update, Mem0's extract_facts.
     return _op_of_edge(view, node.full_node_id, target_unit=False) if node is not None else None
