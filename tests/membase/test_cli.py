@@ -77,3 +77,26 @@ def test_missing_credentials_is_one_clear_message(lc_config, tmp_path, capsys, m
     (tmp_path / "r.json").write_text("[]")
     assert main(["evaluate", "--layer-config", str(lc_config), "--search-results", str(tmp_path / "r.json")]) == 2
     assert "no model credentials" in _one_line_error(capsys)
+
+
+def test_unreachable_endpoint_is_one_clear_message(lc_config, locomo_path, tmp_path, capsys):
+    import socket
+
+    from membase.clients.guard import allow_model_requests
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = tmp_path / "api.json"
+    api.write_text(json.dumps({"api_keys": ["k"], "base_urls": [f"http://127.0.0.1:{port}/v1"]}))
+    out = tmp_path / "out"
+    common = ["--layer-config", str(lc_config), "--dataset", str(locomo_path), "--start-idx", "0", "--end-idx", "1",
+              "--output-dir", str(out), "--quiet"]
+    assert main(["construct", *common]) == 0 and main(["search", *common, "--top-k", "1"]) == 0
+    capsys.readouterr()
+    with allow_model_requests():
+        rc = main(["evaluate", *common, "--top-k", "1", "--api-config", str(api), "--max-retries", "0", "--qa-model", "m",
+                   "--judge-model", "fake:x"])
+    assert rc == 2
+    assert "unreachable" in _one_line_error(capsys)
+    assert json.loads((out / "memory" / "1_0_1_evaluation.json").read_text()) == []

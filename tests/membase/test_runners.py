@@ -133,3 +133,19 @@ def test_layer_token_usage_is_saved_per_user(dataset, tmp_path, monkeypatch):
     assert report.usage == {"locomo-1": {"llm": {"requests": 3}}}
     saved = json.loads((tmp_path / "memory" / "locomo-1" / "token_cost.json").read_text())
     assert saved == {"llm": {"requests": 3}}
+
+
+def test_parallel_users_get_separate_graphs(locomo_path, tmp_path):
+    from membase.datasets import load_locomo
+    from membase.types import MemoryDataset
+
+    full = load_locomo(locomo_path)
+    trajs = [t.model_copy(update={"sessions": t.sessions[:1]}) for t in full.trajectories[:3]]
+    dataset = MemoryDataset(trajectories=trajs, qa_pair_lists=[[], [], []])
+    report = ConstructionRunner(ConstructionRunnerConfig(**_common(tmp_path, num_workers=3))).run(dataset)
+    assert sorted(report.users_done) == ["locomo-1", "locomo-2", "locomo-3"] and report.failures == []
+    for traj in trajs:
+        graph = json.loads((tmp_path / "traced" / traj.id / "graph_construction.json").read_text())
+        assert graph["user_id"] == traj.id
+        names = [n["name"] for n in graph["data"]["nodes"] if n["category"] == "message"]
+        assert names == [m.id for m in traj.messages]
