@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 from agentscope.credential import CredentialBase, OpenAICredential
 from agentscope.event import ModelCallEndEvent
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
+from agentscope.message import HintBlock, Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase, ChatResponse, ChatUsage, OpenAIChatModel
 from agentscope.tool import ToolChoice
@@ -391,13 +391,21 @@ class HintMiddleware(MiddlewareBase):
     the model only ever sees the current hint (the reference deleted stored hints after
     formatting; not storing them is the same behaviour without the bookkeeping).
 
+    agentscope stores a structured-output reminder in the context on every reasoning step while
+    an answer is pending; with ``dedupe_reminders`` only the latest one is sent (a 200-step run
+    would otherwise resend 200 identical reminders).
+
     Args:
         hint_fn: Returns the hint text (or None for no hint); sync or async, called once per
             model call. Compression calls do not pass through middlewares, so they never get one.
+        dedupe_reminders: Send only the newest agentscope reminder of each kind.
     """
 
-    def __init__(self, hint_fn: Callable[[], str | None | Awaitable[str | None]]) -> None:
+    def __init__(
+        self, hint_fn: Callable[[], str | None | Awaitable[str | None]], *, dedupe_reminders: bool = True
+    ) -> None:
         self.hint_fn = hint_fn
+        self.dedupe_reminders = dedupe_reminders
         self.shown: list[str] = []
 
     async def on_model_call(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> Any:
@@ -405,11 +413,38 @@ class HintMiddleware(MiddlewareBase):
         hint = self.hint_fn()
         if inspect.isawaitable(hint):
             hint = await hint
-        if not hint:
-            return await next_handler(**input_kwargs)
-        self.shown.append(hint)
-        messages = [*input_kwargs["messages"], UserMsg(name="user", content=hint)]
+        messages = list(input_kwargs["messages"])
+        if self.dedupe_reminders:
+            messages = _drop_stale_reminders(messages)
+        if hint:
+            self.shown.append(hint)
+            messages.append(UserMsg(name="user", content=hint))
         return await next_handler(**{**input_kwargs, "messages": messages})
+
+
+def _drop_stale_reminders(messages: list[Msg]) -> list[Msg]:
+    """Keep only the newest hint block per ``source`` (agentscope's stored reminders)."""
+    latest: dict[str | None, str] = {}
+    for msg in messages:
+        for block in msg.content if isinstance(msg.content, list) else []:
+            if isinstance(block, HintBlock) and block.source:
+                latest[block.source] = block.id
+    if not latest:
+        return messages
+    keep_ids = set(latest.values())
+    out: list[Msg] = []
+    for msg in messages:
+        if not isinstance(msg.content, list) or not any(
+            isinstance(b, HintBlock) and b.source and b.id not in keep_ids for b in msg.content
+        ):
+            out.append(msg)
+            continue
+        content = [
+            b for b in msg.content if not (isinstance(b, HintBlock) and b.source and b.id not in keep_ids)
+        ]
+        if content:
+            out.append(msg.model_copy(update={"content": content}))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -170,3 +170,12 @@ def test_flat_text_formatter_gives_tool_call_messages_a_string_content():
     call = AssistantMsg(name="a", content=[ToolCallBlock(id="c1", name="ping", input="{}")])
     out = asyncio.run(FlatTextFormatter().format([call]))
     assert out[0]["content"] == "" and out[0]["tool_calls"][0]["function"]["name"] == "ping"
+
+
+def test_only_the_newest_structured_output_reminder_is_sent():
+    model = ScriptedChatModel(["thinking", "still thinking", answer("UpdateError", "op-1", "r")])
+    outcome = asyncio.run(run_attribution_agent(_agent(model, hint=lambda: "HINT"), "task", lambda op: True))
+    assert outcome.ok
+    for call in model.calls:
+        sent = str(call.messages)
+        assert sent.count("You're required to generate structured output") == 1
