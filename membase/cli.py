@@ -208,11 +208,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _brief(summary: dict[str, Any]) -> dict[str, Any]:
     if "stage" not in summary:
         return {k: _brief(v) for k, v in summary.items()}
-    return {
+    brief = {
         "stage": summary["stage"], "users_done": len(summary["users_done"]),
         "users_skipped": len(summary["users_skipped"]), "users_failed": summary["users_failed"],
         "items_done": summary["items_done"], "failures": len(summary["failures"]), "outputs": summary["outputs"][:3],
     }
+    if summary.get("metrics"):
+        brief["metrics"] = {k: {n: round(v, 4) for n, v in m.items()} for k, m in summary["metrics"].items()}
+    return brief
 
 
 def cli() -> None:

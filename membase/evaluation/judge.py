@@ -16,8 +16,8 @@ from membase.types import QuestionAnswerPair
 __all__ = ["fill_judge_prompt", "format_golden_answers", "judge_template_name", "parse_judge_response"]
 
 _JSON_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
-_NEGATIVE = re.compile(r"\b(incorrect|wrong|not\s+correct|false)\b", re.IGNORECASE)
-_POSITIVE = re.compile(r"\b(correct|right|true|yes)\b", re.IGNORECASE)
+_NEGATIVE = re.compile(r"\b(incorrect|wrong|not\s+(correct|right)|false)\b", re.IGNORECASE)
+_POSITIVE = re.compile(r"\b(correct|true|yes)\b", re.IGNORECASE)
 _LABEL_KEYS = ("label", "verdict", "judgement", "judgment", "result", "answer")
 
 

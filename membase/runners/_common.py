@@ -105,6 +105,8 @@ class RunReport:
     failures: list[Failure] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Evaluation only: mean of each metric per question type and `"all"`."""
     items_done: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -127,6 +129,7 @@ class RunReport:
             "failures": [f.as_dict() for f in self.failures],
             "outputs": self.outputs,
             "usage": self.usage,
+            "metrics": self.metrics,
         }
 
     def save(self, path: str | Path) -> Path:

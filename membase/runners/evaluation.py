@@ -44,7 +44,7 @@ from membase.runners.construction import FATAL_ERRORS
 from membase.types import MemoryEntry, QuestionAnswerPair
 from membase.utils.io import atomic_write_json
 
-__all__ = ["EvaluationRunner", "EvaluationRunnerConfig", "default_context_builder"]
+__all__ = ["EvaluationRunner", "EvaluationRunnerConfig", "default_context_builder", "summarize_metrics"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +164,10 @@ class EvaluationRunner:
         report.outputs.insert(0, str(self.output_path))
         report.usage = {"qa_model": self.qa_model.usage.as_dict(),
                         "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
+        report.metrics = summarize_metrics(outputs)
+        for group, means in report.metrics.items():
+            logger.info("evaluation %s: %s", group, ", ".join(f"{n}={v:.3f}" for n, v in means.items()))
         report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
-        _log_summary(outputs)
         return report
 
     # -- per user -------------------------------------------------------------------------------
@@ -380,12 +382,13 @@ def _source_of(fn: Callable[..., Any]) -> str:
         return getattr(fn, "__qualname__", repr(fn))
 
 
-def _log_summary(outputs: list[dict[str, Any]]) -> None:
-    by_type: dict[str, dict[str, list[float]]] = {}
+def summarize_metrics(outputs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean of each metric per question type, plus `"all"`; questions without a value are left out."""
+    values: dict[str, dict[str, list[float]]] = {}
     for out in outputs:
-        qtype = str(out["qa_pair"].get("metadata", {}).get("question_type", "all"))
+        qtype = str(out["qa_pair"].get("metadata", {}).get("question_type", "unknown"))
         for name, result in out["metrics"].items():
-            by_type.setdefault(qtype, {}).setdefault(name, []).append(result["value"])
-    for qtype, metrics in sorted(by_type.items()):
-        means = ", ".join(f"{n}={sum(v) / len(v):.3f}" for n, v in sorted(metrics.items()))
-        logger.info("evaluation %s: %s", qtype, means)
+            for group in (qtype, "all"):
+                values.setdefault(group, {}).setdefault(name, []).append(result["value"])
+    return {group: {name: sum(v) / len(v) for name, v in sorted(metrics.items())}
+            for group, metrics in sorted(values.items())}

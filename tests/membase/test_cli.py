@@ -29,6 +29,7 @@ def test_run_end_to_end_with_fake_models(lc_config, locomo_path, tmp_path, capsy
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["construction"]["users_done"] == 1 and summary["evaluation"]["failures"] == 0
+    assert summary["evaluation"]["metrics"]["all"]["llm_judge"] == 0.0
     for stage in ("construction", "search", "evaluation"):
         assert (out / "traced_data" / "locomo-2" / f"graph_{stage}.json").is_file()
     results = json.loads((out / "memory" / "1_1_2_evaluation.json").read_text())

@@ -16,6 +16,7 @@ from membase.types import QuestionAnswerPair
         ("The answer is incorrect.", 0.0),
         ("CORRECT", 1.0),
         ("Not correct", 0.0),
+        ("The answer is not right.", 0.0),
         ("", 0.0),
         ('{"reason": "the date differs"} WRONG', 0.0),
     ],
@@ -44,3 +45,15 @@ def test_judge_prompt_filling():
     assert format_golden_answers(["a"]) == "a" and format_golden_answers(["a", "b"]) == "[a, b]"
     text = fill_judge_prompt("$question|$golden_answers|$prediction|$unknown", qa, "Lyon")
     assert text == "Where?|[Lyon, Paris]|Lyon|$unknown"
+
+
+def test_metric_summary_per_question_type():
+    from membase.runners.evaluation import summarize_metrics
+
+    def out(qtype, judge):
+        return {"qa_pair": {"metadata": {"question_type": qtype}}, "metrics": {"llm_judge": {"value": judge}}}
+
+    summary = summarize_metrics([out("temporal", 1.0), out("temporal", 0.0), out("single-hop", 1.0),
+                                 {"qa_pair": {}, "metrics": {}}])
+    assert summary == {"all": {"llm_judge": 2 / 3}, "single-hop": {"llm_judge": 1.0},
+                       "temporal": {"llm_judge": 0.5}}
