@@ -49,8 +49,10 @@ def _load_layer_config(path: str) -> tuple[str, dict[str, Any]]:
 def _dataset(args: argparse.Namespace) -> Any:
     from membase.datasets import load_dataset
 
-    dataset = load_dataset(args.dataset_type, args.dataset)
-    return dataset.select(args.start_idx, args.end_idx)
+    dataset = load_dataset(args.dataset_type, args.dataset).select(args.start_idx, args.end_idx)
+    if args.sample_size is not None:
+        dataset = dataset.sample(size=args.sample_size, seed=args.seed)
+    return dataset
 
 
 def _chat_model(spec: str, args: argparse.Namespace) -> Any:
@@ -130,6 +132,8 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
     p.add_argument("--dataset-type", default="LoCoMo")
     p.add_argument("--start-idx", type=int, default=None, help="first trajectory of the slice (0-based)")
     p.add_argument("--end-idx", type=int, default=None, help="end of the slice (exclusive)")
+    p.add_argument("--sample-size", type=int, default=None, help="sample this many trajectories of the slice")
+    p.add_argument("--seed", type=int, default=42, help="seed of --sample-size")
     p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
     p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -101,3 +101,13 @@ def test_unreachable_endpoint_is_one_clear_message(lc_config, locomo_path, tmp_p
     assert rc == 2
     assert "unreachable" in _one_line_error(capsys)
     assert json.loads((out / "memory" / "1_0_1_evaluation.json").read_text()) == []
+
+
+def test_sample_flags_pick_trajectories(lc_config, locomo_path, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["construct", "--layer-config", str(lc_config), "--dataset", str(locomo_path), "--start-idx", "0",
+            "--end-idx", "4", "--sample-size", "1", "--seed", "3", "--output-dir", str(out), "--quiet", "--no-tracing"]
+    assert main(args) == 0
+    users = [p.name for p in (out / "memory").iterdir() if p.is_dir()]
+    assert len(users) == 1 and users[0] in {"locomo-1", "locomo-2", "locomo-3", "locomo-4"}
+    assert not (out / "traced_data").exists()
