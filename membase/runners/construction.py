@@ -11,6 +11,7 @@ run goes on (unless `fail_fast`). A user whose memory is already saved is skippe
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -83,8 +84,17 @@ class ConstructionRunner:
         report.save(Path(self.config.save_dir) / "construction_report.json")
         return report
 
+    def _clear_saved_memory(self, user_id: str) -> None:
+        # Only a folder holding a layer save (its config.json) is removed, never an arbitrary one.
+        folder = Path(self.user_save_dir(user_id))
+        if (folder / "config.json").is_file():
+            logger.info("rerun: removing the saved memory of %s in %s", user_id, folder)
+            shutil.rmtree(folder)
+
     def _run_user(self, traj: Trajectory, report: RunReport, bar: Any) -> None:
         cfg = self.config
+        if cfg.rerun:
+            self._clear_saved_memory(traj.id)
         layer = build_layer(cfg.layer_type, user_id=traj.id, save_dir=self.user_save_dir(traj.id), **cfg.memory_config)
         try:
             if not cfg.rerun and layer.load_memory(traj.id):

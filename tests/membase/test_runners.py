@@ -60,6 +60,21 @@ def test_saved_users_are_skipped_unless_rerun(dataset, tmp_path):
     assert rerun.users_done == ["locomo-1"]
 
 
+def test_rerun_starts_from_an_empty_store(dataset, tmp_path):
+    common = _common(tmp_path, layer_type="NaiveRAG",
+                     memory_config={"retriever_name_or_path": "fake:32", "retriever_dim": 32})
+    config = ConstructionRunnerConfig(**common)
+    ConstructionRunner(config).run(dataset)
+    ConstructionRunner(config.model_copy(update={"rerun": True})).run(dataset)
+    from membase.layers import build_layer
+
+    layer = build_layer("NaiveRAG", user_id="locomo-1", save_dir=str(tmp_path / "memory" / "locomo-1"),
+                        **common["memory_config"])
+    assert layer.load_memory()
+    assert layer.store.count() == len(dataset.trajectories[0].messages)  # not twice as many
+    layer.cleanup()
+
+
 def test_search_without_memory_fails_that_user_clearly(dataset, tmp_path):
     runner = SearchRunner(SearchRunnerConfig(**_common(tmp_path)))
     report = runner.run(dataset)
