@@ -140,11 +140,18 @@ class RunReport:
 def bounded_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> list[R]:
     """`[fn(x) for x in items]` on at most `max_workers` threads, results in input order.
 
-    Each call runs in a copy of the caller's context, so ContextVars (tracing) carry over.
+    Each call runs in a copy of the caller's context, so ContextVars (tracing) carry over. The
+    first exception raised by `fn` cancels the calls not yet started and propagates.
     """
     items = list(items)
     if max_workers <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=max_workers) as pool:
         futures = [pool.submit(contextvars.copy_context().run, fn, x) for x in items]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            # An error that escapes `fn` stops the batch: calls not yet started are dropped.
+            for future in futures:
+                future.cancel()
+            raise

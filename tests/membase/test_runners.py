@@ -164,3 +164,26 @@ def test_parallel_users_get_separate_graphs(locomo_path, tmp_path):
         assert graph["user_id"] == traj.id
         names = [n["name"] for n in graph["data"]["nodes"] if n["category"] == "message"]
         assert names == [m.id for m in traj.messages]
+
+
+def test_bounded_map_keeps_order_and_stops_at_the_first_escaping_error():
+    import threading
+    import time
+
+    from membase.runners._common import bounded_map
+
+    assert bounded_map(lambda x: x * 2, [3, 1, 2], 2) == [6, 2, 4]
+    started = []
+    lock = threading.Lock()
+
+    def work(x):
+        with lock:
+            started.append(x)
+        if x == 0:
+            raise ModelUnreachableError("down")
+        time.sleep(0.05)
+        return x
+
+    with pytest.raises(ModelUnreachableError):
+        bounded_map(work, list(range(50)), 2)
+    assert len(started) < 50
