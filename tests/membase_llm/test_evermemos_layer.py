@@ -247,6 +247,7 @@ def test_force_split_op_and_untraced_use(tmp_path):
     graph = _construct(layer, _messages())
     forced = [op for op in _ops(graph, "evermemos.boundary_detection") if op.metadata.get("trigger_type")]
     assert forced and forced[0].metadata["trigger_type"] == "message_limit"
+    assert forced[0].metadata["hard_message_limit"] == 3 and forced[0].metadata["total_messages"] == 3
     plain = _layer(tmp_path / "plain")
     for m in _messages():
         plain.add_message(m)

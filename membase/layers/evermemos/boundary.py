@@ -75,6 +75,8 @@ class HardLimitCheck:
     trigger_type: Literal["token_limit", "message_limit"] | None
     total_tokens: int
     total_messages: int
+    hard_token_limit: int
+    hard_message_limit: int
 
 
 def check_hard_limits(
@@ -93,7 +95,12 @@ def check_hard_limits(
     elif count >= config.hard_message_limit:
         trigger = "message_limit"
     return HardLimitCheck(
-        reached=trigger is not None, trigger_type=trigger, total_tokens=tokens, total_messages=count
+        reached=trigger is not None,
+        trigger_type=trigger,
+        total_tokens=tokens,
+        total_messages=count,
+        hard_token_limit=config.hard_token_limit,
+        hard_message_limit=config.hard_message_limit,
     )
 
 

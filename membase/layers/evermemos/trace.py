@@ -261,6 +261,8 @@ class EverMemOSTracer:
                 "trigger_type": limit.trigger_type,
                 "total_tokens": limit.total_tokens,
                 "total_messages": limit.total_messages,
+                "hard_token_limit": limit.hard_token_limit,
+                "hard_message_limit": limit.hard_message_limit,
             }
         )
         if record.force_split and record.memcell is not None:
