@@ -111,7 +111,7 @@ def test_agent_loop_ends_with_valid_answer_or_recorded_failure(llama_server, ben
         max_tokens=96,
         stream=False,
         llama_cpp_compat=True,
-        timeout=300,
+        timeout=200,
         max_retries=0,
     )
     setup = build_graph_search_agent(
@@ -131,10 +131,10 @@ def test_agent_loop_ends_with_valid_answer_or_recorded_failure(llama_server, ben
         f"Question: {case.query}\nGolden answer: {case.golden_answer}\nModel's wrong answer: {case.prediction}"
     )
     started = time.monotonic()
-    outcome = asyncio.run(run_attribution_agent(setup.agent, task, setup.validate_op_id, timeout=480))
+    outcome = asyncio.run(run_attribution_agent(setup.agent, task, setup.validate_op_id, timeout=270))
     elapsed = time.monotonic() - started
     print(json.dumps({"failure": outcome.failure, "usage": outcome.usage, "elapsed": round(elapsed, 1)}))
-    assert elapsed < 520
+    assert elapsed < 300  # the agent's own timeout (270 s) ends the run; it never hangs
     if outcome.prediction is not None:
         assert outcome.prediction.error_type in ERROR_TYPES
         assert outcome.prediction.op_id in {op.op_id for op in bench_graph.get_all_operations()}
