@@ -252,7 +252,9 @@ class _SplitBuilder:
     def _plan_group(self, pool: list[tuple[Any, Any, int]], n_messages: int) -> list[Fault]:
         group: list[Fault] = []
         used_facts: set[str] = set()
-        for kind in self.config.kinds:
+        # Neediest kinds first, so that a small pool of targets is shared fairly.
+        kinds = sorted(self.config.kinds, key=lambda k: -self.quota[k])
+        for kind in kinds:
             if self.quota[kind] <= 0:
                 continue
             if self.split == "long_context" and kind == "deletion" and group:

@@ -1,7 +1,7 @@
 """Fault injection for the EverMemOS layer (with its deterministic fake model).
 
-Extraction degrades the fake model's episode / event-log / foresight replies for the memcell
-that holds the fact message (all inside ``memory_system.extract_memory``). EverMemOS itself
+Extraction degrades the fake model's episode / event-log / foresight replies for the first
+memcell that holds the fact message (all inside one ``memory_system.extract_memory`` op). EverMemOS itself
 never updates or deletes a memory unit, so update and deletion faults are recorded as explicit
 ``memory_system.update`` (a mutation of the unit) and ``memory_system.delete`` (unit →
 ``delete_marker``) ops that edit the manager's index the same way. Retrieval hides the units
@@ -49,6 +49,9 @@ def _holder_options(name: str) -> dict[str, Any]:
 class EverMemOSFault(Fault):
     """Faults for EverMemOS."""
 
+    _memcell = 0
+    _fired_memcell: int | None = None
+
     @classmethod
     def make_layer(cls, user_id: str, save_dir: str, faults: list[EverMemOSFault]) -> Any:
         """EverMemOS with the fake model (replies passed through ``faults``) and the fake embedder."""
@@ -79,8 +82,16 @@ class EverMemOSFault(Fault):
         if self.kind != "extraction":
             return reply
         prompt = str(messages[-1].get("content", ""))
+        if prompt.startswith(TASK_TAGS["episode"]):
+            self._memcell += 1  # every memcell's extraction starts with its episode
         tags = [TASK_TAGS[k] for k in ("episode", "event_log", "foresight") if k in TASK_TAGS]
         if not any(prompt.startswith(tag) for tag in tags) or not self.target.carries(prompt):
+            return reply
+        # One op only: the first memcell holding the fact. With the smart mask the fact message
+        # can open the next memcell too; that one stays intact (and the case is then dropped).
+        if self._fired_memcell is None:
+            self._fired_memcell = self._memcell
+        elif self._fired_memcell != self._memcell:
             return reply
         fenced = _FENCED.match(reply.strip())
         try:
