@@ -32,6 +32,7 @@ Deterministic, no model calls; one graph index is built per graph and reused by 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -66,23 +67,30 @@ __all__ = ["STATUSES", "attribute_case_evidence_flow", "clear_graph_cache"]
 STATUSES = ("attributed", "evidence_absent", "query_not_found", "op_not_found")
 
 _MAX_TRAIL_CARRIES = 12
+# The graph index is built once per graph object and shared by its cases (a benchmark graph
+# holds several); the entry keeps the graph alive so its id cannot be reused. Graphs are
+# treated as read-only: mutate one and call clear_graph_cache().
 _VIEW_CACHE: dict[int, tuple[Any, GraphView]] = {}
 _VIEW_CACHE_SIZE = 8
+_VIEW_LOCK = threading.Lock()
 
 
 def clear_graph_cache() -> None:
     """Forget the cached graph indexes (they are rebuilt on demand)."""
-    _VIEW_CACHE.clear()
+    with _VIEW_LOCK:
+        _VIEW_CACHE.clear()
 
 
 def _view_for(graph: Any) -> GraphView:
-    hit = _VIEW_CACHE.get(id(graph))
+    with _VIEW_LOCK:
+        hit = _VIEW_CACHE.get(id(graph))
     if hit is not None and hit[0] is graph:
         return hit[1]
     view = GraphView.build(graph)
-    if len(_VIEW_CACHE) >= _VIEW_CACHE_SIZE:
-        _VIEW_CACHE.pop(next(iter(_VIEW_CACHE)))
-    _VIEW_CACHE[id(graph)] = (graph, view)
+    with _VIEW_LOCK:
+        if len(_VIEW_CACHE) >= _VIEW_CACHE_SIZE:
+            _VIEW_CACHE.pop(next(iter(_VIEW_CACHE)))
+        _VIEW_CACHE[id(graph)] = (graph, view)
     return view
 
 
@@ -173,7 +181,7 @@ class _Tracer:
         return best
 
 
-def _build_probe(tracer_view: GraphView, golden: str, evidence: list[NodeRec], *,
+def _build_probe(golden: str, evidence: list[NodeRec], *,
                  answer_threshold: float, evidence_threshold: float,
                  embedder: Embedder | None, embedding_threshold: float) -> tuple[Probe, list[NodeRec]]:
     answer_tokens = content_tokens(golden)
@@ -307,7 +315,7 @@ def attribute_case_evidence_flow(
             trail.append(_Step(stage="evidence", note="the given evidence does not state the golden answer; "
                                f"{len(stating)} message(s) that do stand in"))
             evidence = stating
-    probe, seeds = _build_probe(view, golden, evidence, answer_threshold=answer_threshold,
+    probe, seeds = _build_probe(golden, evidence, answer_threshold=answer_threshold,
                                 evidence_threshold=evidence_threshold, embedder=embedder,
                                 embedding_threshold=embedding_threshold)
     tracer = _Tracer(view, probe)
