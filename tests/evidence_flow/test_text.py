@@ -9,6 +9,13 @@ def test_tokens_drop_stop_words_keep_dates_and_numbers():
     assert content_tokens("On 07 May, 2023 the kids went!") == {"7", "may", "2023", "kid", "went"}
 
 
+def test_light_stemming_and_number_words_meet_on_both_sides():
+    assert content_tokens("four years") == content_tokens("4 year")
+    assert content_tokens("painted") == content_tokens("painting") == content_tokens("paints")
+    assert content_tokens("researching adoption agencies") >= content_tokens("research adoption agency")
+    assert content_tokens("Paris bus") == {"paris", "bus"}
+
+
 def _answer_probe(answer: str) -> Probe:
     return Probe(answer_tokens=content_tokens(answer), evidence_token_sets=(), mode="answer")
 

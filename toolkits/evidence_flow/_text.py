@@ -80,11 +80,29 @@ _NON_CONTENT_KEYS = frozenset(
 )
 
 
+_NUMBER_WORDS = {
+    word: str(i)
+    for i, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
+
+
 def _stem(token: str) -> str:
+    # A deliberately light stemmer, applied to both sides alike: plural and -ing/-ed forms
+    # ("agencies"/"agency", "painted"/"painting"/"paint") meet, short words are left alone.
+    if token in _NUMBER_WORDS:
+        return _NUMBER_WORDS[token]
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    if len(token) > 5 and token.endswith("ing"):
+        return token[:-3]
+    if len(token) > 4 and token.endswith("ed") and not token.endswith("eed"):
+        return token[:-2]
     return token
 
 
@@ -96,7 +114,8 @@ def content_tokens(text: str) -> frozenset[str]:
 
     Returns:
         Lower-cased alphanumeric tokens without stop words, lightly stemmed; numbers are kept
-        without leading zeros so that ``"05"`` and ``"5"`` match.
+        without leading zeros so that ``"05"`` and ``"5"`` match, and number words up to twenty
+        (plus tens) become digits (``"four"`` = ``"4"``).
     """
     tokens = set()
     for raw in _TOKEN_RE.findall(text.lower()):
