@@ -210,3 +210,14 @@ def test_pseudo_evidence_that_misses_the_answer_is_replaced_by_the_stating_messa
     result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [noise]))
     assert (result["error_type"], result["op_id"]) == ("ExtractionError", op)
     assert any("stand in" in step["note"] for step in result["trail"])
+
+
+def test_unverifiable_pseudo_evidence_is_reported_absent(toy, case_factory):
+    noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
+    toy.message("U1:D1:1", "The weather was lovely today.")
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    case = case_factory(ids["query"], "Sweden", [])
+    result = attribute_case_evidence_flow(toy.export(), case, [noise], evidence_is_pseudo=True)
+    assert (result["status"], result["error_type"]) == ("evidence_absent", None)
+    # the same ids given as annotated evidence are trusted (evidence mode)
+    assert attribute_case_evidence_flow(toy.export(), case, [noise])["status"] != "evidence_absent"

@@ -8,7 +8,8 @@ execution order, and blames the first operation after which the information is l
    Evidence ids come from the caller, the case, or the query node's ``metadata.evidence``;
    when none of them states the golden answer (or there are none), the messages of the
    conversation that state it stand in (answer mode); evidence mode is used only when no
-   message states it (inferred answers). When there is neither usable evidence nor a message
+   message states it (inferred answers) — and, for retrieved (pseudo) evidence, only with the
+   evidence recorded on the query node. When there is neither usable evidence nor a message
    stating the answer, the case is reported as ``evidence_absent`` with no error type.
 2. **Construction** — starting at the evidence messages, every construction edge (ops that are
    not ``retrieval``/``evaluation``) whose source carries the information passes it on when
@@ -244,6 +245,7 @@ def attribute_case_evidence_flow(
     evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
     embedder: Embedder | None = None,
     embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
+    evidence_is_pseudo: bool = False,
 ) -> dict[str, Any]:
     """Attribute one failed case by following its critical information through the graph.
 
@@ -258,6 +260,9 @@ def attribute_case_evidence_flow(
         evidence_threshold: evidence-content token recall that counts as presence.
         embedder: optional embedder; cosine ≥ ``embedding_threshold`` also counts as presence.
         embedding_threshold: see ``embedder``.
+        evidence_is_pseudo: ``evidence_ids`` were retrieved, not annotated. When neither they
+            nor any message state the golden answer, they are not trusted: the query node's
+            recorded evidence replaces them, or the case is ``evidence_absent``.
 
     Returns:
         ``{"error_type", "op_id", "reason", "trail", "status"}``: ``status`` is one of
@@ -315,6 +320,21 @@ def attribute_case_evidence_flow(
             trail.append(_Step(stage="evidence", note="the given evidence does not state the golden answer; "
                                f"{len(stating)} message(s) that do stand in"))
             evidence = stating
+        elif evidence_is_pseudo:
+            # Retrieved evidence that does not state the answer is unverified; only the graph's
+            # own record of the evidence (the query's metadata) may replace it.
+            recorded = _resolve_evidence(view, [str(e) for e in query.metadata.get("evidence") or []], trail)
+            if not recorded:
+                return _result(
+                    None, None, "evidence_absent",
+                    f"No message of the conversation states the golden answer {golden!r}, the "
+                    "retrieved evidence does not either and the query records no evidence: the "
+                    "information cannot be shown to have existed in the conversation.",
+                    trail,
+                )
+            trail.append(_Step(stage="evidence", note="the retrieved evidence does not state the golden answer; "
+                               "the evidence recorded on the query node stands in"))
+            evidence = recorded
     probe, seeds = _build_probe(golden, evidence, answer_threshold=answer_threshold,
                                 evidence_threshold=evidence_threshold, embedder=embedder,
                                 embedding_threshold=embedding_threshold)
