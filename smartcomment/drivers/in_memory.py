@@ -13,6 +13,7 @@ from typing import Any
 from smartcomment.drivers.base import Direction, GraphDriver, register_driver
 from smartcomment.runtime.errors import GraphFormatError
 from smartcomment.schema._validate import validate_record
+from smartcomment.schema.base import gc_paused
 from smartcomment.schema.operation import OpEdge, OpRecord
 from smartcomment.schema.session import Session
 from smartcomment.schema.variable import Variable
@@ -185,12 +186,13 @@ class InMemoryGraphDriver(GraphDriver):
         return list(self._session_nodes.get(session_id, ()))
 
     def serialize(self) -> dict[str, list[dict[str, Any]]]:
-        return {
-            "nodes": [n.model_dump() for n in self._nodes.values()],
-            "edges": [e.model_dump() for e in self._edges.values()],
-            "operations": [o.model_dump() for o in self._ops.values()],
-            "sessions": [s.model_dump() for s in self._sessions.values()],
-        }
+        with gc_paused():
+            return {
+                "nodes": [n.model_dump() for n in self._nodes.values()],
+                "edges": [e.model_dump() for e in self._edges.values()],
+                "operations": [o.model_dump() for o in self._ops.values()],
+                "sessions": [s.model_dump() for s in self._sessions.values()],
+            }
 
     @classmethod
     def deserialize(cls, data: dict[str, Any]) -> InMemoryGraphDriver:
@@ -204,20 +206,22 @@ class InMemoryGraphDriver(GraphDriver):
             ("operations", OpRecord, driver.add_operation),
             ("edges", OpEdge, driver.add_edge),
         )
-        for key, record_cls, add in steps:
-            items = data.get(key) or []
-            if not isinstance(items, list):
-                raise GraphFormatError(f"data.{key}: expected a list, got {type(items).__name__}")
-            for i, item in enumerate(items):
-                where = f"data.{key}[{i}]"
-                record = validate_record(record_cls, item, where=where)
-                try:
-                    add(record)
-                except GraphFormatError:
-                    raise
-                except ValueError as exc:
-                    raise GraphFormatError(f"{where}: {exc}") from None
+        with gc_paused():
+            for key, record_cls, add in steps:
+                cls._load_section(data, key, record_cls, add)
         return driver
 
+    @staticmethod
+    def _load_section(data: dict[str, Any], key: str, record_cls: type, add: Any) -> None:
+        items = data.get(key) or []
+        if not isinstance(items, list):
+            raise GraphFormatError(f"data.{key}: expected a list, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            where = f"data.{key}[{i}]"
+            record = validate_record(record_cls, item, where=where)
+            try:
+                add(record)
+            except ValueError as exc:  # integrity errors of the driver
+                raise GraphFormatError(f"{where}: {exc}") from None
 
 register_driver("in_memory", InMemoryGraphDriver)

@@ -176,7 +176,8 @@ class ExecNetwork:
         except ValueError as exc:
             raise GraphFormatError(f"graph.driver_type: {exc}") from None
         payload = data.get("data") or {}
-        driver = driver_cls.deserialize(copy.deepcopy(payload)) if payload else driver_cls()
+        # Records copy what they keep (metadata included), so the caller's dict is never aliased.
+        driver = driver_cls.deserialize(payload) if payload else driver_cls()
         return cls(metadata=copy.deepcopy(metadata), _driver=driver, **kwargs)
 
     @classmethod

@@ -7,9 +7,14 @@ once, at the JSON boundary (:mod:`smartcomment.schema._validate`).
 
 from __future__ import annotations
 
+import copy
+import gc
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
@@ -36,13 +41,37 @@ def now_timestamp() -> str:
 
 def is_valid_timestamp(value: Any) -> bool:
     """Tell whether ``value`` parses with :data:`TIMESTAMP_FORMAT`."""
-    if not isinstance(value, str) or not _TIMESTAMP_SHAPE.fullmatch(value):
+    return isinstance(value, str) and _parses(value)
+
+
+@lru_cache(maxsize=8192)  # records of one graph share few distinct timestamps
+def _parses(value: str) -> bool:
+    if not _TIMESTAMP_SHAPE.fullmatch(value):
         return False
     try:
         datetime.strptime(value if "." in value else value + ".0", TIMESTAMP_FORMAT)
     except ValueError:
         return False
     return True
+
+
+def copy_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Copy a metadata dict; nested containers are copied too, so callers never share them."""
+    if any(isinstance(v, (dict, list)) for v in metadata.values()):
+        return copy.deepcopy(metadata)
+    return dict(metadata)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic objects (export/import)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class MetadataModel:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from smartcomment.schema.base import TraceableModel
+from smartcomment.schema.base import TraceableModel, copy_metadata
 
 
 class OpRecord(TraceableModel):
@@ -38,7 +38,7 @@ class OpRecord(TraceableModel):
         self.user_id = user_id
         self.project_id = project_id
         self.session_id = session_id
-        self._metadata = dict(metadata) if metadata else {}
+        self._metadata = copy_metadata(metadata) if metadata else {}
 
     def model_dump(self) -> dict[str, Any]:
         """The record as exported by smartcomment 0.1.2."""
@@ -54,7 +54,7 @@ class OpRecord(TraceableModel):
             "user_id": self.user_id,
             "project_id": self.project_id,
             "session_id": self.session_id,
-            "metadata": dict(self._metadata),
+            "metadata": copy_metadata(self._metadata),
             "trigger_point": self.trigger_point,
         }
 
@@ -104,7 +104,7 @@ class OpEdge(TraceableModel):
         self.source_full_node_id = source_full_node_id
         self.target_full_node_id = target_full_node_id
         self.comment = comment
-        self._metadata = dict(metadata) if metadata else {}
+        self._metadata = copy_metadata(metadata) if metadata else {}
 
     def model_dump(self) -> dict[str, Any]:
         """The record as exported by smartcomment 0.1.2."""
@@ -122,6 +122,6 @@ class OpEdge(TraceableModel):
             "source_full_node_id": self.source_full_node_id,
             "target_full_node_id": self.target_full_node_id,
             "comment": self.comment,
-            "metadata": dict(self._metadata),
+            "metadata": copy_metadata(self._metadata),
             "trigger_point": self.trigger_point,
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from smartcomment.schema.base import TraceableModel
+from smartcomment.schema.base import TraceableModel, copy_metadata
 
 
 class Session(TraceableModel):
@@ -36,7 +36,7 @@ class Session(TraceableModel):
         self.project_id = project_id
         self.comment = comment
         self.category = category
-        self._metadata = dict(metadata) if metadata else {}
+        self._metadata = copy_metadata(metadata) if metadata else {}
 
     def model_dump(self) -> dict[str, Any]:
         """The record as exported by smartcomment 0.1.2."""
@@ -51,6 +51,6 @@ class Session(TraceableModel):
             "project_id": self.project_id,
             "comment": self.comment,
             "category": self.category,
-            "metadata": dict(self._metadata),
+            "metadata": copy_metadata(self._metadata),
             "trigger_point": self.trigger_point,
         }

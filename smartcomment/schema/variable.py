@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smartcomment.schema.base import TraceableModel
+from smartcomment.schema.base import TraceableModel, copy_metadata
 
 
 def _has_alnum(text: str) -> bool:
@@ -66,7 +66,7 @@ class Variable(TraceableModel):
         self.class_name = class_name
         self.project_id = project_id
         self.session_id = session_id
-        self._metadata = dict(metadata) if metadata else {}
+        self._metadata = copy_metadata(metadata) if metadata else {}
         self.full_name = f"{class_name}:{name}" if class_name else name
         self.full_node_id = f"{self.full_name}@{version}"
 
@@ -91,7 +91,7 @@ class Variable(TraceableModel):
             "class_name": self.class_name,
             "project_id": self.project_id,
             "session_id": self.session_id,
-            "metadata": dict(self._metadata),
+            "metadata": copy_metadata(self._metadata),
             "trigger_point": self.trigger_point,
             "full_name": self.full_name,
             "node_id": self.node_id,

@@ -156,3 +156,16 @@ def test_removal_cascades_and_reserved_ids() -> None:
         other.add_operation(sentinel_op)
     copied = other.add_session(graph.get_all_sessions()[0])
     assert copied.graph_id == "g2" and other.session_count == 1
+
+
+def test_exports_and_imports_never_alias_nested_metadata() -> None:
+    data = json.loads(TEXT)
+    graph = ExecNetwork.import_graph(data)
+    query = next(n for n in data["data"]["nodes"] if n["class_name"] == "query")
+    query["metadata"]["evidence"].append("U9:D9:9")  # the caller edits its own dict afterwards
+    exported = graph.export_graph()
+    node = next(n for n in exported["data"]["nodes"] if n["class_name"] == "query")
+    assert "U9:D9:9" not in node["metadata"]["evidence"]
+    node["metadata"]["evidence"].clear()  # and edits the export
+    again = next(n for n in graph.export_graph()["data"]["nodes"] if n["class_name"] == "query")
+    assert again["metadata"]["evidence"]
