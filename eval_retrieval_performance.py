@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 __all__ = ["build_parser", "cli", "main"]
 
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from toolkits._case_cache import atomic_write_json
     from toolkits._embeddings import make_embedder
     from toolkits.bench_utils import BenchmarkDataMissingError, load_memtracebench
-    from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS, GraphRetrieverPool, RetrievalSettings
+    from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS, GraphRetrieverPool
     from toolkits.retrieval_eval import evaluate_retrieval, format_recall_lines
 
     try:
@@ -57,13 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no case of split {args.split!r} has annotated source evidence", file=sys.stderr)
         return 2
     base = REFERENCE_SETTINGS if args.retrieval_algorithm == "reference" else OURS_SETTINGS
-    settings = RetrievalSettings(
-        tokenizer=base.tokenizer,
-        text_mode=base.text_mode,
-        drop_zero_sparse=base.drop_zero_sparse,
-        rrf_k=base.rrf_k,
-        candidate_multiplier=args.candidate_multiplier,
-    )
+    settings = replace(base, candidate_multiplier=args.candidate_multiplier)
 
     def embedder_factory():  # noqa: ANN202 - local closure
         return make_embedder(

@@ -229,7 +229,9 @@ class Document:
     doc_id: str
     """Identifier (a message node's full_node_id)."""
     text: str
-    """Text that is indexed."""
+    """Text indexed by BM25 (and embedded when ``dense_text`` is None)."""
+    dense_text: str | None = None
+    """Text that is embedded, when it differs from ``text``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,8 +254,10 @@ class RetrievalSettings:
 
     tokenizer: str = "unicode_stem"
     """Key of :data:`TOKENIZERS`."""
-    text_mode: Literal["raw", "content", "speaker_content"] = "speaker_content"
-    """How a message value becomes document text (see :func:`message_text`)."""
+    text_mode: Literal["raw", "content", "speaker_content"] = "raw"
+    """How a message value becomes the BM25 text (see :func:`message_text`)."""
+    dense_text_mode: Literal["raw", "content", "speaker_content"] = "speaker_content"
+    """How a message value becomes the embedded text."""
     drop_zero_sparse: bool = True
     """Keep BM25 documents with score 0 out of the ranked list (and of the fusion)."""
     rrf_k: int = RRF_K
@@ -262,24 +266,36 @@ class RetrievalSettings:
     """Hybrid takes ``limit × candidate_multiplier`` candidates from each list."""
 
 
-REFERENCE_SETTINGS = RetrievalSettings(tokenizer="ascii", text_mode="raw", drop_zero_sparse=False)
+REFERENCE_SETTINGS = RetrievalSettings(
+    tokenizer="ascii", text_mode="raw", dense_text_mode="raw", drop_zero_sparse=False
+)
 """The reference algorithm: ASCII BM25 on the raw JSON value, zero-score docs ranked, RRF k=60."""
 OURS_SETTINGS = RetrievalSettings()
-"""Our default (chosen by ``benchmarks/retrieval_locomo.py``)."""
+"""Our default, chosen by ``benchmarks/retrieval_locomo.py``: Unicode tokens with stop words
+removed and light stemming over the stored value (speaker names and timestamps help BM25),
+embeddings of the message content without the JSON wrapper (which only adds noise for MiniLM),
+zero-score BM25 hits dropped, plain RRF k=60 (weighted fusion gained less than the noise)."""
 
 
-def message_documents(graph: Any, *, text_mode: str = "speaker_content") -> list[Document]:
+def message_documents(
+    graph: Any, *, text_mode: str = "raw", dense_text_mode: str | None = None
+) -> list[Document]:
     """One document per ``message`` variable of a graph, in creation order.
 
     Args:
         graph: An ``ExecNetwork`` (anything with ``search_variables(category=...)``).
-        text_mode: See :func:`message_text`.
+        text_mode: BM25 text, see :func:`message_text`.
+        dense_text_mode: Embedded text (None: the same as ``text_mode``).
     """
     nodes = graph.search_variables(category="message")
     docs = []
     for node in nodes:
         raw = node.value if isinstance(node.value, str) else str(node.value)
-        docs.append(Document(doc_id=node.full_node_id, text=message_text(raw, text_mode)))  # type: ignore[arg-type]
+        text = message_text(raw, text_mode)  # type: ignore[arg-type]
+        dense = None
+        if dense_text_mode is not None and dense_text_mode != text_mode:
+            dense = message_text(raw, dense_text_mode)  # type: ignore[arg-type]
+        docs.append(Document(doc_id=node.full_node_id, text=text, dense_text=dense))
     return docs
 
 
@@ -435,7 +451,7 @@ class DocumentRetriever:
         )
         if not self.documents:
             return
-        vectors = embedder.embed([d.text for d in self.documents])
+        vectors = embedder.embed([d.dense_text if d.dense_text is not None else d.text for d in self.documents])
         self._qdrant.upsert(
             self._collection,
             points=[
@@ -576,7 +592,9 @@ class GraphRetrieverPool:
         with lock:
             retriever = self._retrievers.get(key)
             if retriever is None:
-                docs = message_documents(graph, text_mode=self.settings.text_mode)
+                docs = message_documents(
+                    graph, text_mode=self.settings.text_mode, dense_text_mode=self.settings.dense_text_mode
+                )
                 retriever = DocumentRetriever(
                     docs,
                     retrieval_type=self.retrieval_type,

@@ -26,7 +26,7 @@ import random
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -124,13 +124,7 @@ class MemTraceConfig(AgentBaseConfig):
     def retrieval_settings(self) -> RetrievalSettings:
         """The retrieval settings implied by ``retrieval_algorithm`` and ``candidate_multiplier``."""
         base = REFERENCE_SETTINGS if self.retrieval_algorithm == "reference" else OURS_SETTINGS
-        return RetrievalSettings(
-            tokenizer=base.tokenizer,
-            text_mode=base.text_mode,
-            drop_zero_sparse=base.drop_zero_sparse,
-            rrf_k=base.rrf_k,
-            candidate_multiplier=self.candidate_multiplier,
-        )
+        return replace(base, candidate_multiplier=self.candidate_multiplier)
 
     def identity(self) -> dict[str, Any]:
         """The config fields that change an attribution (part of the cache key; no secrets)."""

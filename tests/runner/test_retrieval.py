@@ -95,6 +95,13 @@ def test_unicode_bm25_finds_chinese_where_reference_cannot():
     assert all(h.score == 0 for h in ref.search("长城", 4))
 
 
+def test_dense_channel_embeds_dense_text():
+    emb = CountingEmbedder()
+    docs = [Document(doc_id="a", text='{"content": "x"}', dense_text="x"), Document(doc_id="b", text="y z")]
+    DocumentRetriever(docs, retrieval_type="dense", embedder=emb)
+    assert emb.texts == ["x", "y z"]
+
+
 def test_dense_and_hybrid_with_fake_embedder():
     emb = CountingEmbedder()
     r = DocumentRetriever(DOCS, retrieval_type="hybrid", embedder=emb)
@@ -198,9 +205,11 @@ def test_message_documents_from_real_fixture(fixtures_dir):
     from smartcomment.runtime.network import ExecNetwork
 
     graph = ExecNetwork.import_graph(json.loads((fixtures_dir / "sc012_memtracebench_like.json").read_text()))
-    docs = message_documents(graph)
+    docs = message_documents(graph, text_mode="raw", dense_text_mode="speaker_content")
     assert [d.doc_id for d in docs] == ["U1:D1:1@1", "U1:D1:2@1", "U1:D1:3@1", "U1:D2:1@1", "U1:D2:2@1"]
-    assert docs[0].text == "Caroline: Hey Mel! Good to see you!"
+    assert docs[0].text == graph.get_variable("U1:D1:1@1").value
+    assert docs[0].dense_text == "Caroline: Hey Mel! Good to see you!"
+    assert message_documents(graph, text_mode="content")[0].dense_text is None
     r = DocumentRetriever(docs, retrieval_type="sparse")
     assert r.search("Sweden", 1)[0].doc_id == "U1:D2:2@1"
 
