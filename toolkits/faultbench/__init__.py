@@ -19,16 +19,22 @@ Fault model (details in :mod:`toolkits.faultbench._faults`):
   state it. Update/deletion points are drawn by the seeded RNG among later messages.
 * Only cases whose answer then actually fails (the deterministic judge says WRONG) and whose
   faulty op is found in the graph are kept; drop reasons are counted in the report.
+* To keep graphs few and small, one run may carry several cases — at most one per fault kind,
+  on questions with different fact messages. Such a group is kept only if every case is
+  valid on its own: with all the group's faults its answer fails, and without its own fault
+  (the others kept) its answer is correct, so each case's fault is decisive and untouched by
+  the others. (Long-Context deletions forget everything and always run alone.)
 * Seeded and reproducible: the RNG picks conversations, targets and fault points, and
   ``uuid.uuid4`` is seeded during each run, so graph/op/edge/document ids repeat; only
-  ``created_at`` timestamps differ between two builds.
+  ``created_at`` timestamps (and source line numbers, if the code moved) differ between builds.
 
-Output: ``<out>/<split>/<split>-<kind>-<qa id>.json`` (splits ``long_context``, ``rag``,
-``mem0``, ``evermemos``), each a smartcomment export with graph metadata
-``memtracebench_graph_filename`` / ``memtracebench_dataset_source`` and one
-``data.annotations`` entry (``query_id, query, golden_answers, golden_answers_id,
+Output: ``<out>/<split>/<split>-locomo-<n>-<i>.json`` (splits ``long_context``, ``rag``,
+``mem0``, ``evermemos``; ``n`` = LoCoMo sample), each a smartcomment export with graph
+metadata ``memtracebench_graph_filename`` / ``memtracebench_dataset_source`` and one
+``data.annotations`` entry per case (``query_id, query, golden_answers, golden_answers_id,
 prediction, prediction_id, source_evidence_ids, final_error_type, final_op_id`` + ``fault``),
-plus ``<out>/faultbench_manifest.json``. CLI: ``python -m toolkits.faultbench --help``.
+plus ``<out>/faultbench_manifest.json``. Recorded source paths are made repository-relative.
+CLI: ``python -m toolkits.faultbench --help``.
 """
 
 from toolkits.faultbench._build import SPLITS, BuildConfig, BuildReport, build_faultbench, candidate_targets

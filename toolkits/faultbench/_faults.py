@@ -22,7 +22,8 @@ faulty operation:
 
 "Degrade" means: every word whose normalised token belongs to the golden answer is removed.
 The update and deletion points are drawn with the builder's seeded RNG among the messages
-after the fact message.
+after the fact message (they fire at the first message from there on at which a unit holds the
+fact; Mem0: at the first later update decision that is shown such a unit).
 """
 
 from __future__ import annotations
