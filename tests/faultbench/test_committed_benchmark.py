@@ -40,4 +40,4 @@ def test_evidence_flow_recovers_every_committed_label(loaded):
 def test_it_stays_small():
     if not BENCH.is_dir():
         pytest.skip("examples/faultbench is not in this checkout")
-    assert sum(p.stat().st_size for p in BENCH.rglob("*.json")) < 6_000_000
+    assert sum(p.stat().st_size for p in BENCH.rglob("*.json")) < 5_000_000
