@@ -87,6 +87,7 @@ def test_files_follow_the_memtracebench_layout(bench, split):
         assert graph["metadata"]["memtracebench_graph_filename"] == path.name
         assert graph["metadata"]["memtracebench_dataset_source"] == "LoCoMo"
         assert not any(n["filename"].startswith("/") for n in graph["data"]["nodes"])  # no local paths
+        assert not graph["metadata"]["save_dir"].startswith("/")
 
 
 @pytest.mark.parametrize("split", SPLITS)

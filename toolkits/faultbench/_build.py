@@ -226,8 +226,10 @@ class _SplitBuilder:
         with _run_dir() as tmp, seeded_uuid4(random.Random(seed)):
             layer = make_layer(self.split, trajectory.id, str(Path(tmp) / "run"), faults)
             try:
+                # The layer lives in a temporary folder; record a stable, relative save_dir instead.
                 return run_pipeline(layer, trajectory, qas, injector=FaultSet(faults), top_k=self.config.top_k,
-                                    graph_metadata={"faultbench_seed": self.config.seed})
+                                    graph_metadata={"faultbench_seed": self.config.seed,
+                                                    "save_dir": f"memory/{self.split}/{trajectory.id}"})
             finally:
                 layer.cleanup()
 
