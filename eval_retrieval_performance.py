@@ -17,6 +17,7 @@ Exit codes: 0 done; 2 bad arguments or data.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -61,11 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = replace(base, candidate_multiplier=args.candidate_multiplier)
 
     def embedder_factory():  # noqa: ANN202 - local closure
+        base_url, api_key = args.embedding_base_url, args.embedding_api_key
+        if args.embedding_provider == "openai":  # the reference's fallback: the OpenAI environment
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+            api_key = api_key or os.environ.get("OPENAI_API_KEY")
         return make_embedder(
             args.embedding_provider,
             model_name=args.embedding_model_name,
-            base_url=args.embedding_base_url,
-            api_key=args.embedding_api_key,
+            base_url=base_url,
+            api_key=api_key,
             dimensions=args.embedding_dimensions,
         )
 

@@ -23,7 +23,8 @@ raw value + RRF k=60 (zero-score BM25 docs still ranked); ``ours`` = :data:`OURS
 wrapper; zero-score BM25 hits dropped; same RRF). ``--ablations`` adds single-change variants
 to show where the gain comes from.
 
-Run (about 3-4 minutes on 2 CPU cores; MiniLM embeddings are cached under the work dir)::
+Run (2 CPU cores: about 5 minutes with a warm embedding cache, 10-20 minutes cold; MiniLM
+embeddings are cached under ``--work-dir``)::
 
     python benchmarks/retrieval_locomo.py --output-path benchmarks/results/retrieval_locomo.json
 """

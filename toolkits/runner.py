@@ -10,7 +10,8 @@ registered in :mod:`toolkits.strategies`). For every case it
    evidence, or pseudo evidence retrieved from the graph's messages (one retriever per graph,
    built once and shared by its cases), or none;
 4. runs the strategy with the case's credential slot (``case_index % pool size``), retrying
-   transient failures (rate limits, connection errors, 5xx, timeouts) with exponential backoff;
+   transient failures (rate limits, connection errors, 5xx, API timeouts) with exponential
+   backoff;
 5. validates the prediction and writes it to the cache atomically.
 
 Any failure of one case — an API error that survives the retries, a missing node, no answer
@@ -46,6 +47,7 @@ from toolkits.strategies import StrategyContext, StrategySpec, get_strategy
 
 __all__ = ["CaseResult", "MemTraceConfig", "MemTraceRunner", "RunCosts", "RunReport"]
 
+_TIMEOUT_GRACE_S = 5.0
 CACHE_FORMAT_VERSION = 1
 """Bumped when prompts or the cache payload change, so stale entries miss."""
 
@@ -223,7 +225,9 @@ def _prediction_dict(prediction: Any) -> dict[str, str]:
 
 
 def _is_transient(text: str) -> bool:
-    return text.startswith("timeout") or any(name in text for name in _TRANSIENT_NAMES)
+    # A whole-case timeout ("timeout: ...") is not retried: the next attempt would most likely
+    # run out of time again. API-level timeouts inside an attempt are (APITimeoutError ...).
+    return any(name in text for name in _TRANSIENT_NAMES)
 
 
 def _one_line(text: str, limit: int = 500) -> str:
@@ -390,11 +394,14 @@ class MemTraceRunner:
             failure: str
             try:
                 if cfg.case_timeout_s is not None:
-                    outcome = await asyncio.wait_for(strategy(ctx), cfg.case_timeout_s)
+                    # the strategy gets the budget itself (and reports usage on timeout); this
+                    # outer limit only catches strategies that ignore it
+                    outcome = await asyncio.wait_for(strategy(ctx), cfg.case_timeout_s + _TIMEOUT_GRACE_S)
                 else:
                     outcome = await strategy(ctx)
             except TimeoutError:
-                failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
+                result.failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
+                return
             except Exception as exc:  # noqa: BLE001 - isolate every per-case error
                 failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
                 if not _is_transient(failure):

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from toolkits import runner as runner_module
 from toolkits._base import ApiPool, CredentialError
 from toolkits.runner import MemTraceConfig, MemTraceRunner
 from toolkits.strategies import available_strategies, get_strategy, register_strategy, unregister_strategy
@@ -128,10 +129,21 @@ def test_case_timeout_is_a_failure(strategy, bench_graph):
         await asyncio.sleep(5)
         return answer()
 
+    async def polite(ctx):  # honours ctx.timeout like the agent strategies do
+        assert ctx.timeout == 0.05
+        return Outcome(failure="timeout: the agent did not answer within 0.05 s")
+
     plan["g0"] = slow
-    runner = MemTraceRunner(MemTraceConfig(exploration_strategy="fake", case_timeout_s=0.05, max_retries=0))
-    result = run(runner, cases_for(2), bench_graph, use_pseudo_source_evidence=False).results
-    assert result[0].failure.startswith("timeout") and result[1].ok
+    plan["g1"] = polite
+    runner = MemTraceRunner(MemTraceConfig(exploration_strategy="fake", case_timeout_s=0.05, max_retries=2))
+    runner_module._TIMEOUT_GRACE_S = 0.05
+    try:
+        result = run(runner, cases_for(3), bench_graph, use_pseudo_source_evidence=False).results
+    finally:
+        runner_module._TIMEOUT_GRACE_S = 5.0
+    assert result[0].failure.startswith("timeout") and result[0].attempts == 1  # timeouts are not retried
+    assert result[1].failure.startswith("timeout") and result[1].attempts == 1
+    assert result[2].ok
 
 
 def test_missing_query_node_fails_without_running_strategy(strategy, bench_graph):
