@@ -429,6 +429,7 @@ class DocumentRetriever:
         if docs:
             self._bm25 = _Bm25([self._tokenize(d.text) or ["\x00"] for d in docs])
         self._embedder = embedder
+        self._lock = threading.Lock()
         self._qdrant: Any = None
         self._collection = "documents"
         if retrieval_type in ("dense", "hybrid"):
@@ -483,7 +484,8 @@ class DocumentRetriever:
             return []
         assert self._embedder is not None
         vector = self._embedder.embed([query])[0]
-        points = self._qdrant.query_points(self._collection, query=vector, limit=limit, with_payload=False).points
+        with self._lock:  # cases of one graph search from several worker threads
+            points = self._qdrant.query_points(self._collection, query=vector, limit=limit, with_payload=False).points
         return [(int(p.id), float(p.score)) for p in points]
 
     def search(
@@ -528,9 +530,10 @@ class DocumentRetriever:
 
     def close(self) -> None:
         """Release the in-memory vector store."""
-        if self._qdrant is not None:
-            self._qdrant.close()
-            self._qdrant = None
+        with self._lock:
+            if self._qdrant is not None:
+                self._qdrant.close()
+                self._qdrant = None
 
 
 class GraphRetrieverPool:

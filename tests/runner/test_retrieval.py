@@ -231,3 +231,19 @@ def test_bm25_index_matches_rank_bm25_scores():
         assert list(got) == pytest.approx(list(expected))
 
     check()
+
+
+@pytest.mark.integration
+def test_minilm_hybrid_on_fixture_graph(fixtures_dir, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    from smartcomment.runtime.network import ExecNetwork
+
+    graph = ExecNetwork.import_graph(json.loads((fixtures_dir / "sc012_memtracebench_like.json").read_text()))
+    pool = GraphRetrieverPool(retrieval_type="hybrid", embedder_factory=lambda: make_embedder("local"),
+                              embedding_cache_dir=tmp_path)
+    retriever = pool.get(graph)
+    query = build_retrieval_query("'Where did Caroline move from four years ago?'", "Sweden", "Norway", "query_only")
+    assert retriever.search(query, 1, retrieval_type="dense")[0].doc_id == "U1:D2:2@1"
+    assert retriever.search(query, 2)[0].doc_id == "U1:D2:2@1"
+    assert pool.embedder.misses == 6 and pool.embedder.inner.dim == 384  # 5 messages + 1 query
+    pool.close()
