@@ -19,8 +19,8 @@ The three query types of the attribution runner:
 
 Algorithms: ``reference`` = ASCII ``[a-z0-9_]+`` BM25 on the raw JSON value + MiniLM on the
 raw value + RRF k=60 (zero-score BM25 docs still ranked); ``ours`` = :data:`OURS_SETTINGS`
-(Unicode tokens, stop words out, light stemming; MiniLM on the message content without the JSON
-wrapper; zero-score BM25 hits dropped; same RRF). ``--ablations`` adds single-change variants
+(Unicode tokens, stop words out, light stemming over the decoded message fields; MiniLM on the
+message content without the JSON wrapper; zero-score BM25 hits dropped; same RRF). ``--ablations`` adds single-change variants
 to show where the gain comes from.
 
 Run (2 CPU cores: about 5 minutes with a warm embedding cache, 10-20 minutes cold; MiniLM
@@ -70,6 +70,7 @@ ABLATIONS: dict[str, RetrievalSettings] = {
     "ours-no_stem_no_stop": replace(OURS_SETTINGS, tokenizer="unicode"),
     "ours-no_stem": replace(OURS_SETTINGS, tokenizer="unicode_stop"),
     "ours+porter": replace(OURS_SETTINGS, tokenizer="unicode_porter"),
+    "ours+raw_sparse": replace(OURS_SETTINGS, text_mode="raw"),
     "ours+content_sparse": replace(OURS_SETTINGS, text_mode="speaker_content"),
     "ours+raw_dense": replace(OURS_SETTINGS, dense_text_mode="raw"),
     "ours+keep_zero": replace(OURS_SETTINGS, drop_zero_sparse=False),

@@ -194,16 +194,21 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 _MEM0_SUFFIX = "\nBelow is this message's metadata:"
 
 
-def message_text(value: str, mode: Literal["raw", "content", "speaker_content"] = "speaker_content") -> str:
+TextMode = Literal["raw", "fields", "content", "speaker_content"]
+
+
+def message_text(value: str, mode: TextMode = "speaker_content") -> str:
     """The text of a message node used for retrieval.
 
     Message values are JSON objects ``{content, name, role, timestamp}`` (spec-tracer §4.6).
 
     Args:
         value: The stored (raw) value of the node.
-        mode: ``raw`` — the stored string as is (the reference); ``content`` — only the
-            ``content`` field, without the Mem0 metadata suffix; ``speaker_content`` — the speaker
-            name followed by that content. Values that are not such JSON are returned as is.
+        mode: ``raw`` — the stored string as is (the reference: JSON syntax and escapes such
+            as a literal ``\n`` included); ``fields`` — the decoded string values of the object,
+            one per line (content, speaker, role, timestamp); ``content`` — only the ``content``
+            field, without the Mem0 metadata suffix; ``speaker_content`` — the speaker name
+            followed by that content. Values that are not such JSON are returned as is.
     """
     if mode == "raw":
         return value
@@ -213,6 +218,8 @@ def message_text(value: str, mode: Literal["raw", "content", "speaker_content"] 
         return value
     if not isinstance(data, dict) or not isinstance(data.get("content"), str):
         return value
+    if mode == "fields":
+        return "\n".join(str(v) for _, v in sorted(data.items()) if isinstance(v, str | int | float))
     content = data["content"]
     cut = content.find(_MEM0_SUFFIX)
     if cut >= 0:
@@ -254,9 +261,9 @@ class RetrievalSettings:
 
     tokenizer: str = "unicode_stem"
     """Key of :data:`TOKENIZERS`."""
-    text_mode: Literal["raw", "content", "speaker_content"] = "raw"
+    text_mode: TextMode = "fields"
     """How a message value becomes the BM25 text (see :func:`message_text`)."""
-    dense_text_mode: Literal["raw", "content", "speaker_content"] = "speaker_content"
+    dense_text_mode: TextMode = "speaker_content"
     """How a message value becomes the embedded text."""
     drop_zero_sparse: bool = True
     """Keep BM25 documents with score 0 out of the ranked list (and of the fusion)."""
@@ -272,13 +279,14 @@ REFERENCE_SETTINGS = RetrievalSettings(
 """The reference algorithm: ASCII BM25 on the raw JSON value, zero-score docs ranked, RRF k=60."""
 OURS_SETTINGS = RetrievalSettings()
 """Our default, chosen by ``benchmarks/retrieval_locomo.py``: Unicode tokens with stop words
-removed and light stemming over the stored value (speaker names and timestamps help BM25),
+removed and light stemming over the decoded message fields (speaker names and timestamps help
+BM25; JSON escapes such as a literal ``\\n`` only glue words together),
 embeddings of the message content without the JSON wrapper (which only adds noise for MiniLM),
 zero-score BM25 hits dropped, plain RRF k=60 (weighted fusion gained less than the noise)."""
 
 
 def message_documents(
-    graph: Any, *, text_mode: str = "raw", dense_text_mode: str | None = None
+    graph: Any, *, text_mode: str = "fields", dense_text_mode: str | None = None
 ) -> list[Document]:
     """One document per ``message`` variable of a graph, in creation order.
 

@@ -238,3 +238,37 @@ def test_graph_search_strategy_with_scripted_agent(bench_dir, tmp_path):
     first = next(mdl for g, t, mdl in factory.built if t == "ExtractionError")
     sent = json.dumps([c.messages for c in first.calls])
     assert "U1:D2:2@1" in sent  # the evidence node was in the starting frontier
+
+
+def test_flags_reach_the_strategy(bench_dir, tmp_path):
+    from toolkits.strategies import register_strategy, unregister_strategy
+
+    seen = []
+
+    def record(ctx):
+        seen.append(ctx)
+        return answer("ResponseError", OP_UPDATE_5, REASON)
+
+    class Out:
+        def __init__(self, call):
+            self.prediction = {"error_type": call.args["error_type"], "op_id": call.args["op_id"], "reason": "r"}
+            self.failure = None
+            self.usage = {}
+
+    register_strategy("record", lambda ctx: Out(record(ctx)), needs_model=False, replace=True)
+    prior = tmp_path / "prior.txt"
+    prior.write_text("custom prior text")
+    try:
+        out = tmp_path / "flags.json"
+        base = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "record", "--no-progress",
+                "--bootstrap-samples", "0"]
+        assert run_error_attribution.main([*base, "--no-provide-starting-nodes", "--use-system-prior",
+                                           "--custom-prior", str(prior), "--max-trace-nodes", "6"]) == 0
+        assert all(c.evidence_ids is None and c.memory_system == "mem0" for c in seen)
+        assert seen[0].custom_prior_knowledge == "custom prior text" and seen[0].config.max_trace_nodes == 6
+        seen.clear()
+        assert run_error_attribution.main([*base, "--retrieval-type", "sparse", "--num-starting-points", "2"]) == 0
+        # BM25 hits with a non-positive score are dropped, so a tiny corpus can yield fewer than 2
+        assert all(c.evidence_is_pseudo and 1 <= len(c.evidence_ids) <= 2 and c.memory_system is None for c in seen)
+    finally:
+        unregister_strategy("record")

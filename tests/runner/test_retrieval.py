@@ -59,6 +59,9 @@ def test_message_text_modes():
     assert message_text(value, "content") == "I moved from Sweden."
     assert message_text(value, "speaker_content") == "Caroline: I moved from Sweden."
     assert message_text("not json", "content") == "not json"
+    fields = message_text(value, "fields")
+    assert "\\n" not in fields and fields.splitlines()[0] == "I moved from Sweden."
+    assert "Caroline" in fields and "2023" in fields
     lc = json.dumps({"content": "Speaker Caroline (role: user) says: hi", "name": "Caroline"})
     assert message_text(lc, "speaker_content") == "Speaker Caroline (role: user) says: hi"
 
