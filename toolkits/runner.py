@@ -235,6 +235,29 @@ def _one_line(text: str, limit: int = 500) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+_PROMPT_MODULES = ("graphtrace.prompts", "obstrace.prompts")
+
+
+def prompts_fingerprint(modules: Sequence[str] = _PROMPT_MODULES) -> str:
+    """SHA-256 of the prompt modules' source, so editing a prompt invalidates cached answers.
+
+    Modules that are not installed contribute their name only.
+    """
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for name in modules:
+        digest.update(name.encode())
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and Path(spec.origin).is_file():
+            digest.update(Path(spec.origin).read_bytes())
+    return digest.hexdigest()
+
+
 def _case_identity(case: Any) -> dict[str, Any]:
     keys = ("query_full_node_id", "query", "golden_answer", "prediction", "source_evidence_full_node_ids", "judge_response")
     return {k: getattr(case, k, None) for k in keys}
@@ -270,6 +293,7 @@ class MemTraceRunner:
         self._sleep = sleep
         self._cache = CaseCache(config.cache_dir) if config.cache_dir else None
         self._rng = random.Random(0)
+        self._prompts_fingerprint: str | None = None
 
     # -- resources ------------------------------------------------------------------------------
 
@@ -350,8 +374,11 @@ class MemTraceRunner:
         custom_prior_knowledge: str | None,
     ) -> dict[str, Any]:
         """The canonical identifier of one case's attribution (hashed into the cache key)."""
+        if self._prompts_fingerprint is None:
+            self._prompts_fingerprint = prompts_fingerprint()
         return {
             "cache_format_version": CACHE_FORMAT_VERSION,
+            "prompts": self._prompts_fingerprint,
             "graph_id": getattr(graph, "graph_id", None),
             "case": _case_identity(case),
             "config": self.config.identity(),

@@ -292,3 +292,18 @@ def test_cache_identity_has_no_secrets(bench_graph):
     )
     blob = json.dumps(ident, default=str)
     assert "sk-hidden" not in blob and "sk-emb" not in blob
+
+
+def test_prompt_changes_invalidate_the_cache(tmp_path, monkeypatch):
+    import sys
+
+    from toolkits.runner import prompts_fingerprint
+
+    module = tmp_path / "fake_prompts_mod.py"
+    module.write_text("PROMPT = 'v1'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("fake_prompts_mod", None)
+    first = prompts_fingerprint(["fake_prompts_mod"])
+    module.write_text("PROMPT = 'v2'\n")
+    assert prompts_fingerprint(["fake_prompts_mod"]) != first
+    assert prompts_fingerprint(["not_installed_mod_xyz"]) == prompts_fingerprint(["not_installed_mod_xyz"])
