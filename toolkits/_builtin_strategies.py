@@ -53,6 +53,7 @@ async def operation_block_search(ctx: StrategyContext) -> Any:
         max_iters=cfg.max_iters,
         context_window=cfg.context_window,
         keep_recent=cfg.keep_recent,
+        max_context_limit=cfg.max_context_limit,
         timeout=ctx.timeout,
     )
 
@@ -91,7 +92,9 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     """
     from toolkits.evidence_flow import attribute_case_evidence_flow
 
-    result = attribute_case_evidence_flow(ctx.graph, ctx.case, ctx.evidence_ids)
+    result = attribute_case_evidence_flow(
+        ctx.graph, ctx.case, ctx.evidence_ids, evidence_is_pseudo=bool(ctx.evidence_is_pseudo)
+    )
     if hasattr(result, "prediction"):
         return result
     error_type = result.get("error_type")

