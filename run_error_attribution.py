@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retries", type=int, default=3, help="retries of a case after a transient API failure")
     p.add_argument("--retry-backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
     p.add_argument("--case-timeout", type=float, default=None, help="seconds allowed per attempt of one case")
+    p.add_argument(
+        "--evidence-flow-seed",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="graph_search: start from the no-LLM evidence_flow trail and pass its suspicion as a hint to verify",
+    )
     p.add_argument("--bootstrap-samples", type=int, default=1000, help="resamples for 95%% intervals (0: none)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     return p
@@ -211,6 +217,7 @@ def _config(args: argparse.Namespace) -> Any:
         max_retries=args.max_retries,
         retry_backoff_s=args.retry_backoff,
         case_timeout_s=args.case_timeout,
+        evidence_flow_seed=args.evidence_flow_seed,
     )
 
 

@@ -19,10 +19,15 @@ async def graph_search(ctx: StrategyContext) -> Any:
     from graphtrace.agent import attribute_case_graph_search
 
     cfg = ctx.config
-    if ctx.evidence_ids is None:
+    starting_ids = ctx.evidence_ids
+    if starting_ids is None:
         evidence_kind = None
     else:
         evidence_kind = "pseudo" if ctx.evidence_is_pseudo else "real"
+    custom_prior = ctx.custom_prior_knowledge
+    if cfg.evidence_flow_seed:
+        starting_ids, custom_prior = _evidence_flow_seed(ctx, starting_ids)
+        evidence_kind = evidence_kind or "pseudo"
     return await attribute_case_graph_search(
         ctx.graph,
         ctx.case,
@@ -30,14 +35,33 @@ async def graph_search(ctx: StrategyContext) -> Any:
         timeout=ctx.timeout,
         max_trace_nodes=cfg.max_trace_nodes,
         max_iters=cfg.max_iters,
-        starting_node_ids=ctx.evidence_ids,
+        starting_node_ids=starting_ids,
         evidence_kind=evidence_kind,
         memory_system=ctx.memory_system,
-        custom_prior=ctx.custom_prior_knowledge,
+        custom_prior=custom_prior,
         context_window=cfg.context_window,
         max_context_limit=cfg.max_context_limit,
         keep_recent=cfg.keep_recent,
     )
+
+
+def _evidence_flow_seed(ctx: StrategyContext, starting_ids: list[str] | None) -> tuple[list[str], str]:
+    """Starting ids extended by the evidence_flow frontier, and the prior text plus its hint.
+
+    The hint is appended to the prior the agent would have had (the custom one, else the built-in
+    prior of the memory system), so seeding never removes guidance.
+    """
+    from graphtrace.prompts import SYSTEM_PRIOR_INSTRUCTIONS
+    from toolkits.evidence_flow import attribute_case_evidence_flow, evidence_flow_seed
+
+    result = attribute_case_evidence_flow(
+        ctx.graph, ctx.case, ctx.evidence_ids, evidence_is_pseudo=bool(ctx.evidence_is_pseudo)
+    )
+    seed = evidence_flow_seed(result, max_nodes=max(1, ctx.config.max_trace_nodes // 2))
+    ids = list(dict.fromkeys([*(starting_ids or []), *seed["frontier"]]))
+    base = ctx.custom_prior_knowledge or SYSTEM_PRIOR_INSTRUCTIONS.get(ctx.memory_system or "", "")
+    prior = f"{base}\n\n{seed['hint']}" if base else seed["hint"]
+    return ids, prior
 
 
 async def operation_block_search(ctx: StrategyContext) -> Any:

@@ -122,6 +122,9 @@ class MemTraceConfig(AgentBaseConfig):
     """First backoff delay; doubles per retry (with jitter)."""
     case_timeout_s: float | None = Field(default=None, gt=0)
     """Wall-clock limit of one attempt (None = unlimited)."""
+    evidence_flow_seed: bool = False
+    """Seed the graph-search agent with the no-LLM ``evidence_flow`` result: its trail's last nodes
+    join the starting frontier and its suspicion is added to the instructions as a claim to verify."""
 
     def retrieval_settings(self) -> RetrievalSettings:
         """The retrieval settings implied by ``retrieval_algorithm`` and ``candidate_multiplier``."""
@@ -135,7 +138,7 @@ class MemTraceConfig(AgentBaseConfig):
             "keep_recent", "max_trace_nodes", "full_log_token_limit", "max_iters", "max_tokens",
             "embedding_provider", "embedding_model_name", "embedding_dimensions", "embedding_base_url",
             "retrieval_type", "retrieval_algorithm", "starting_point_query_type", "num_starting_points",
-            "candidate_multiplier",
+            "candidate_multiplier", "evidence_flow_seed",
         )  # fmt: skip
         return {k: getattr(self, k) for k in keys}
 
