@@ -323,8 +323,13 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     return 0
 
 
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def cli() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (warnings print as one line each)."""
+    warnings.showwarning = _print_warning
     sys.exit(main())
 
 
