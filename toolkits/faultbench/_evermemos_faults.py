@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from toolkits.evidence_flow._text import memory_text
-from toolkits.faultbench._faults import Fault, degrade, patch_attr, record_delete
+from toolkits.faultbench._faults import StoreEditFault, degrade, patch_attr, record_delete
 
 __all__ = ["EverMemOSFault"]
 
@@ -46,7 +46,7 @@ def _holder_options(name: str) -> dict[str, Any]:
     return {"id_strategy": lambda _h: name, "encoding_fn": lambda h: h.text, "category": "memory_entry"}
 
 
-class EverMemOSFault(Fault):
+class EverMemOSFault(StoreEditFault):
     """Faults for EverMemOS."""
 
     _memcell = 0
@@ -123,21 +123,9 @@ class EverMemOSFault(Fault):
         return [i for i, d in enumerate(docs)
                 if self.target.carries(memory_text(json.dumps({k: d.get(k) for k in _CONTENT_KEYS})))]
 
-    def after_message(self, layer: Any, message: Any, index: int) -> None:
-        if index >= self.target.act_index:
-            self._maybe_edit(layer)
-
-    def after_flush(self, layer: Any) -> None:
-        self._maybe_edit(layer)
-
-    def _maybe_edit(self, layer: Any) -> None:
-        if self.fired or self.kind not in ("update", "deletion"):
-            return
+    def _edit(self, layer: Any, holding: list[int]) -> None:
         from smartcomment import current_graph
 
-        holding = self._holding(layer)
-        if not holding:
-            return
         graph = current_graph()
         index = layer.manager.index
         units = []
@@ -156,7 +144,6 @@ class EverMemOSFault(Fault):
         else:
             self.op_id = self._record_update(layer, units)
             self.note = f"{len(units)} event memory unit(s) holding the fact were rewritten without the answer's words"
-        self.fired = True
 
     def _record_update(self, layer: Any, units: list[tuple[int, str, str]]) -> str:
         from membase.layers.evermemos.index import bm25_tokenize, doc_bm25_text, doc_vector_texts

@@ -126,6 +126,35 @@ class Fault(FaultInjector):
         return reader.answer(question, [context], exclude=carrying)
 
 
+class StoreEditFault(Fault):
+    """A fault whose update or deletion edits the store directly, once the fact is stored.
+
+    Subclasses say which stored items hold the fact (``_holding``) and how to edit them while
+    recording the faulty op (``_edit``, which sets ``op_id`` and ``note``).
+    """
+
+    def after_message(self, layer: Any, message: Any, index: int) -> None:
+        if index >= self.target.act_index:
+            self._maybe_edit(layer)
+
+    def after_flush(self, layer: Any) -> None:
+        self._maybe_edit(layer)
+
+    def _maybe_edit(self, layer: Any) -> None:
+        if self.fired or self.kind not in ("update", "deletion"):
+            return
+        holding = self._holding(layer)
+        if holding:
+            self._edit(layer, holding)
+            self.fired = True
+
+    def _holding(self, layer: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def _edit(self, layer: Any, holding: list[Any]) -> None:
+        raise NotImplementedError
+
+
 def patch_attr(obj: Any, name: str, value: Any) -> contextlib.AbstractContextManager[None]:
     """Shadow ``obj.name`` with ``value`` for the duration of the block (instance attribute)."""
 

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from toolkits.faultbench._faults import Fault, degrade, patch_attr, record_delete
+from toolkits.faultbench._faults import Fault, StoreEditFault, degrade, patch_attr, record_delete
 
 __all__ = ["LongContextFault", "NaiveRAGFault"]
 
@@ -99,7 +99,7 @@ def _unit(doc: Any) -> tuple[dict[str, str], dict[str, Any]]:
     return {"content": doc.content, "id": doc.key}, memory_unit_options()
 
 
-class NaiveRAGFault(Fault):
+class NaiveRAGFault(StoreEditFault):
     """Faults for NaiveRAG (buffered documents in a vector store)."""
 
     def on_start(self, layer: Any, graph: Any) -> None:
@@ -124,19 +124,7 @@ class NaiveRAGFault(Fault):
     def _holding(self, layer: Any) -> list[Any]:
         return [d for d in _all_docs(layer) if self.target.carries(d.content)]
 
-    def after_message(self, layer: Any, message: Any, index: int) -> None:
-        if index >= self.target.act_index:
-            self._maybe_edit(layer)
-
-    def after_flush(self, layer: Any) -> None:
-        self._maybe_edit(layer)
-
-    def _maybe_edit(self, layer: Any) -> None:
-        if self.fired or self.kind not in ("update", "deletion"):
-            return
-        docs = self._holding(layer)
-        if not docs:
-            return
+    def _edit(self, layer: Any, docs: list[Any]) -> None:
         if self.kind == "deletion":
             self.op_id = record_delete([_unit(d) for d in docs], comment="Documents are deleted from the store.")
             for d in docs:
@@ -145,7 +133,6 @@ class NaiveRAGFault(Fault):
         else:
             self.op_id = _record_update(layer, docs, self.target.answer_tokens)
             self.note = f"{len(docs)} document(s) holding the fact were rewritten without the answer's words"
-        self.fired = True
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any, graph: Any) -> Iterator[None]:
