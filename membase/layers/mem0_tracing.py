@@ -70,6 +70,23 @@ def _unit_value(memory_id: str, text: str, payload: dict[str, Any] | None) -> di
     return {"id": memory_id, "memory": text, "timestamp": (payload or {}).get("timestamp")}
 
 
+def _record_cleaned(raw_rv: Any, cleaned: str, class_name: str) -> Any:
+    """The reply without code fences: same identity as the raw reply, linked from it."""
+    from smartcomment import comment_link, comment_variable
+
+    raw_name = raw_rv.name
+    clean_rv = comment_variable(
+        cleaned,
+        to_runtime=True,
+        id_strategy=lambda _: raw_name,
+        class_name=class_name,
+        category="llm_response",
+        comment="The reply with code fences removed.",
+    )
+    comment_link(source=raw_rv, target=clean_rv, comment="mem0.memory.utils.remove_code_blocks")
+    return clean_rv
+
+
 class Mem0Tracer:
     """Builds the patch specs that trace one `mem0.Memory` instance.
 
@@ -237,16 +254,8 @@ class Mem0Tracer:
                 source=system_rv, target=raw_rv, comment="The LLM follows the fact-extraction prompt."
             )
             cleaned = remove_code_blocks(response)
+            clean_rv = _record_cleaned(raw_rv, cleaned, "fact_extraction_response_with_code_block_removing")
             raw_name = raw_rv.name
-            clean_rv = comment_variable(
-                cleaned,
-                to_runtime=True,
-                id_strategy=lambda _: raw_name,
-                class_name="fact_extraction_response_with_code_block_removing",
-                category="llm_response",
-                comment="The reply with code fences removed.",
-            )
-            comment_link(source=raw_rv, target=clean_rv, comment="mem0.memory.utils.remove_code_blocks")
             facts: list[str] = []
             error = None
             try:
@@ -358,16 +367,7 @@ class Mem0Tracer:
             edge_metadata={"error": error} if error else None,
         )
         cleaned = remove_code_blocks(response) if response and response.strip() else ""
-        raw_name = raw_rv.name
-        clean_rv = comment_variable(
-            cleaned,
-            to_runtime=True,
-            id_strategy=lambda _: raw_name,
-            class_name="memory_update_decision_with_code_block_removing",
-            category="llm_response",
-            comment="The reply with code fences removed.",
-        )
-        comment_link(source=raw_rv, target=clean_rv, comment="mem0.memory.utils.remove_code_blocks")
+        clean_rv = _record_cleaned(raw_rv, cleaned, "memory_update_decision_with_code_block_removing")
         parse_error = None
         try:
             actions = json.loads(cleaned) if cleaned else {}
