@@ -14,6 +14,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from smartcomment.identity.registry import IdentityRegistry
@@ -264,13 +265,28 @@ def _new_op(
 
 
 # ---------------------------------------------------------------------------- scopes
-class comment_graph:  # noqa: N801 - the public API name of smartcomment 0.1.2
+class _Scope:
+    """A ``with`` scope that sets ContextVars on enter and resets them by token on exit."""
+
+    __slots__ = ("_resets",)
+
+    def _set(self, *pairs: tuple[ContextVar, Any]) -> None:
+        self._resets = [(var, var.set(value)) for var, value in pairs]
+
+    def __exit__(self, *exc: object) -> bool:
+        for var, token in reversed(getattr(self, "_resets", None) or ()):
+            var.reset(token)
+        self._resets = None
+        return False
+
+
+class comment_graph(_Scope):  # noqa: N801 - the public API name of smartcomment 0.1.2
     """Open (or adopt) an execution graph for the enclosed code; yields the ``ExecNetwork``.
 
     Yields None and records nothing when tracing is disabled.
     """
 
-    __slots__ = ("_kwargs", "_graph", "_metadata", "_strict", "_tokens")
+    __slots__ = ("_kwargs", "_graph", "_metadata", "_strict")
 
     def __init__(
         self,
@@ -299,7 +315,6 @@ class comment_graph:  # noqa: N801 - the public API name of smartcomment 0.1.2
         self._graph = graph
         self._metadata = metadata
         self._strict = strict
-        self._tokens: tuple | None = None
 
     def __enter__(self) -> ExecNetwork | None:
         if not is_tracing_enabled():
@@ -317,22 +332,14 @@ class comment_graph:  # noqa: N801 - the public API name of smartcomment 0.1.2
         parent = _CONTEXT.get()
         if parent is not None and parent._metadata:
             graph.update_metadata(parent._metadata)
-        self._tokens = (_GRAPH.set(graph), _CONTEXT.set(TracingContext.inherit(parent)))
+        self._set((_GRAPH, graph), (_CONTEXT, TracingContext.inherit(parent)))
         return graph
 
-    def __exit__(self, *exc: object) -> bool:
-        if self._tokens is not None:
-            graph_token, ctx_token = self._tokens
-            _CONTEXT.reset(ctx_token)
-            _GRAPH.reset(graph_token)
-            self._tokens = None
-        return False
 
-
-class comment_session:  # noqa: N801
+class comment_session(_Scope):  # noqa: N801
     """Record a session (a stage of the run) around the enclosed code; yields a ``RuntimeSession``."""
 
-    __slots__ = ("_session_id", "_session_name", "_comment", "_category", "_metadata", "_where", "_tokens")
+    __slots__ = ("_session_id", "_session_name", "_comment", "_category", "_metadata", "_where")
 
     def __init__(
         self,
@@ -350,7 +357,6 @@ class comment_session:  # noqa: N801
         self._comment = comment
         self._category = category
         self._metadata = metadata
-        self._tokens: tuple | None = None
 
     def __enter__(self) -> RuntimeSession | None:
         if not is_tracing_enabled():
@@ -373,25 +379,17 @@ class comment_session:  # noqa: N801
         )
         with graph._lock:
             graph._driver.add_session(session)
-        self._tokens = (_SESSION.set(session), _CONTEXT.set(TracingContext.inherit(parent)))
+        self._set((_SESSION, session), (_CONTEXT, TracingContext.inherit(parent)))
         return RuntimeSession(session)
 
-    def __exit__(self, *exc: object) -> bool:
-        if self._tokens is not None:
-            session_token, ctx_token = self._tokens
-            _CONTEXT.reset(ctx_token)
-            _SESSION.reset(session_token)
-            self._tokens = None
-        return False
 
-
-class comment_op_scope:  # noqa: N801
+class comment_op_scope(_Scope):  # noqa: N801
     """Make an operation current for the enclosed code; yields its ``RuntimeOp``.
 
     Without an active session an anonymous session is opened for the scope.
     """
 
-    __slots__ = ("_op_name", "_comment", "_category", "_metadata", "_where", "_tokens")
+    __slots__ = ("_op_name", "_comment", "_category", "_metadata", "_where")
 
     def __init__(
         self,
@@ -407,7 +405,6 @@ class comment_op_scope:  # noqa: N801
         self._comment = comment
         self._category = category
         self._metadata = metadata
-        self._tokens: tuple | None = None
 
     def __enter__(self) -> RuntimeOp | None:
         if not is_tracing_enabled():
@@ -415,7 +412,7 @@ class comment_op_scope:  # noqa: N801
         graph = _require_graph("comment_op_scope")
         propagated = _propagated()
         filename, lineno = self._where
-        session_token = None
+        pairs: list[tuple[ContextVar, Any]] = []
         session = _SESSION.get()
         if session is None:
             session = Session(
@@ -428,7 +425,7 @@ class comment_op_scope:  # noqa: N801
             )
             with graph._lock:
                 graph._driver.add_session(session)
-            session_token = _SESSION.set(session)
+            pairs.append((_SESSION, session))
         op = _new_op(
             graph,
             op_name=self._op_name,
@@ -439,37 +436,22 @@ class comment_op_scope:  # noqa: N801
             filename=filename,
             lineno=lineno,
         )
-        self._tokens = (_OP.set(op), session_token)
+        pairs.append((_OP, op))
+        self._set(*pairs)
         return RuntimeOp(op)
 
-    def __exit__(self, *exc: object) -> bool:
-        if self._tokens is not None:
-            op_token, session_token = self._tokens
-            _OP.reset(op_token)
-            if session_token is not None:
-                _SESSION.reset(session_token)
-            self._tokens = None
-        return False
 
-
-class propagate_attributes:  # noqa: N801
+class propagate_attributes(_Scope):  # noqa: N801
     """Attach ``attrs`` to the metadata of everything recorded inside (applied last, so they win)."""
 
-    __slots__ = ("_attrs", "_token")
+    __slots__ = ("_attrs",)
 
     def __init__(self, **attrs: Any) -> None:
         self._attrs = attrs
-        self._token = None
 
     def __enter__(self) -> None:
         if is_tracing_enabled():
-            self._token = _CONTEXT.set(TracingContext.inherit(_CONTEXT.get(), self._attrs))
-
-    def __exit__(self, *exc: object) -> bool:
-        if self._token is not None:
-            _CONTEXT.reset(self._token)
-            self._token = None
-        return False
+            self._set((_CONTEXT, TracingContext.inherit(_CONTEXT.get(), self._attrs)))
 
 
 # ---------------------------------------------------------------------------- records
