@@ -77,3 +77,11 @@ def locomo_path() -> Path:
     if not LOCOMO_PATH.is_file():
         pytest.skip(f"LoCoMo data not found at {LOCOMO_PATH}")
     return LOCOMO_PATH
+
+
+@pytest.fixture(autouse=True)
+def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real chat/embedding clients refuse to send unless a test opts in with allow_model_requests()."""
+    from membase.clients import guard
+
+    monkeypatch.setattr(guard, "ALLOW_MODEL_REQUESTS", False)
