@@ -215,6 +215,7 @@ class ExecNetwork:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self.model_dump(), fh, indent=indent, ensure_ascii=False)
+            os.chmod(tmp, 0o666 & ~_current_umask())  # mkstemp creates 0600; give the usual mode
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -749,6 +750,12 @@ class ExecNetwork:
     def visualize(self, backend: str = "dot", **kwargs: Any) -> Any:
         """Render the whole graph with a visual backend (``"dot"`` gives DOT text)."""
         return self.to_runtime_graph().visualize(backend=backend, **kwargs)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _compile(pattern: str | None):

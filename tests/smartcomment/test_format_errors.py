@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -135,6 +136,12 @@ def test_file_round_trip_is_atomic_and_exact(tmp_path: Path) -> None:
     graph.to_file(target)
     assert json.loads(target.read_text(encoding="utf-8")) == DATA
     assert [p.name for p in target.parent.iterdir()] == ["graph.json"]
+    old = os.umask(0o022)
+    try:
+        graph.to_file(target)
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644
 
 
 def test_removal_cascades_and_reserved_ids() -> None:
