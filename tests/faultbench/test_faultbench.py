@@ -134,3 +134,13 @@ def test_cli_build_and_score(tmp_path, locomo_path, capsys):
     assert "rag" in out and "1.000" in out
     assert main(["build", str(tmp_path), "--locomo", str(tmp_path / "missing.json"), "--splits", "rag"]) == 2
     assert main(["score", str(tmp_path / "nothing")]) == 2
+
+
+def test_build_refuses_a_folder_it_did_not_write(tmp_path, locomo_path):
+    from toolkits.faultbench import BuildConfig, build_faultbench
+
+    (tmp_path / "mem0").mkdir()
+    (tmp_path / "mem0" / "human-labelled.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a faultbench output folder"):
+        build_faultbench(BuildConfig(locomo_path=str(locomo_path), out_dir=str(tmp_path), splits=("long_context",)))
+    assert (tmp_path / "mem0" / "human-labelled.json").exists()

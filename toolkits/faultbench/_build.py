@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import random
@@ -16,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from membase.utils.io import atomic_write_json
 from toolkits.evidence_flow import content_tokens
 from toolkits.faultbench._faults import (
     ERROR_TYPE_OF,
@@ -166,15 +166,18 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
             raise ValueError(f"unknown fault kind {kind!r}; choose one of {FAULT_KINDS}")
     if config.cases_per_kind < 1:
         raise ValueError("cases_per_kind must be at least 1")
-    dataset = load_locomo(config.locomo_path)
     out = Path(config.out_dir)
+    _refuse_foreign_benchmark(out)
+    dataset = load_locomo(config.locomo_path)
     report = BuildReport()
     for split in config.splits:
-        split_dir = out / split
-        if split_dir.exists():
-            shutil.rmtree(split_dir)
-        split_dir.mkdir(parents=True)
-        _SplitBuilder(split, dataset, config, split_dir, report, progress).build()
+        # Build beside the old split and swap at the end: a failed build keeps the old one.
+        building = out / f".{split}.building"
+        if building.exists():
+            shutil.rmtree(building)
+        building.mkdir(parents=True)
+        _SplitBuilder(split, dataset, config, building, report, progress).build()
+        _swap_in(building, out / split)
     manifest = {"config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
                            if k not in ("out_dir", "locomo_path")},
                 "cases": report.cases, "dropped": report.dropped}
@@ -365,6 +368,28 @@ def _relativize(export: dict[str, Any]) -> None:
 
 
 def _atomic_write(path: Path, data: Any, indent: int | None = None) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=indent), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_json(path, data, indent=indent)
+
+
+def _refuse_foreign_benchmark(out: Path) -> None:
+    """Never overwrite split folders that a faultbench build did not write (e.g. MemTraceBench)."""
+    if (out / "faultbench_manifest.json").exists() or not out.exists():
+        return
+    existing = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if existing:
+        raise ValueError(
+            f"{str(out)!r} already holds {existing} but no faultbench_manifest.json: it is not a faultbench "
+            "output folder, so nothing there is replaced; choose an empty or new --out-dir"
+        )
+
+
+def _swap_in(built: Path, target: Path) -> None:
+    if target.exists():
+        retired = target.with_name(f".{target.name}.old")
+        if retired.exists():
+            shutil.rmtree(retired)
+        os.replace(target, retired)
+        os.replace(built, target)
+        shutil.rmtree(retired)
+    else:
+        os.replace(built, target)
