@@ -55,7 +55,12 @@ def _evidence_flow_seed(ctx: StrategyContext, starting_ids: list[str] | None) ->
     from toolkits.evidence_flow import attribute_case_evidence_flow, evidence_flow_seed
 
     result = attribute_case_evidence_flow(
-        ctx.graph, ctx.case, ctx.evidence_ids, evidence_is_pseudo=bool(ctx.evidence_is_pseudo)
+        ctx.graph,
+        ctx.case,
+        ctx.evidence_ids,
+        evidence_is_pseudo=bool(ctx.evidence_is_pseudo),
+        # no starting nodes given (--no-provide-starting-nodes): never read the annotations
+        allow_annotated_fallback=ctx.evidence_ids is not None,
     )
     seed = evidence_flow_seed(result, max_nodes=max(1, ctx.config.max_trace_nodes // 2))
     ids = list(dict.fromkeys([*(starting_ids or []), *seed["frontier"]]))
@@ -117,10 +122,13 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     from toolkits.evidence_flow import attribute_case_evidence_flow
 
     result = attribute_case_evidence_flow(
-        ctx.graph, ctx.case, ctx.evidence_ids, evidence_is_pseudo=bool(ctx.evidence_is_pseudo)
+        ctx.graph,
+        ctx.case,
+        ctx.evidence_ids,
+        evidence_is_pseudo=bool(ctx.evidence_is_pseudo),
+        # no starting nodes given (--no-provide-starting-nodes): never read the annotations
+        allow_annotated_fallback=ctx.evidence_ids is not None,
     )
-    if hasattr(result, "prediction"):
-        return result
     error_type = result.get("error_type")
     if error_type in ERROR_TYPES:
         return _Outcome(

@@ -246,6 +246,7 @@ def attribute_case_evidence_flow(
     embedder: Embedder | None = None,
     embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
     evidence_is_pseudo: bool = False,
+    allow_annotated_fallback: bool = True,
 ) -> dict[str, Any]:
     """Attribute one failed case by following its critical information through the graph.
 
@@ -263,6 +264,10 @@ def attribute_case_evidence_flow(
         evidence_is_pseudo: ``evidence_ids`` were retrieved, not annotated. When neither they
             nor any message state the golden answer, they are not trusted: the query node's
             recorded evidence replaces them, or the case is ``evidence_absent``.
+        allow_annotated_fallback: when ``evidence_ids`` is None (or pseudo evidence misses the
+            answer), read the annotated evidence (the case's ``source_evidence_full_node_ids``,
+            the query's ``metadata.evidence``). False when the caller withholds evidence on
+            purpose (no starting nodes): only the conversation's messages are used then.
 
     Returns:
         ``{"error_type", "op_id", "reason", "trail", "status"}``: ``status`` is one of
@@ -281,7 +286,9 @@ def attribute_case_evidence_flow(
     golden = str(_case_field(case, "golden_answer") or "")
     if golden.startswith("[") and golden.endswith("]"):
         golden = golden[1:-1]
-    if evidence_ids is None:
+    if evidence_ids is None and not allow_annotated_fallback:
+        evidence_ids = []
+    elif evidence_ids is None:
         evidence_ids = list(_case_field(case, "source_evidence_full_node_ids") or [])
         if not evidence_ids:
             evidence_ids = [str(e) for e in query.metadata.get("evidence") or []]
@@ -323,7 +330,8 @@ def attribute_case_evidence_flow(
         elif evidence_is_pseudo:
             # Retrieved evidence that does not state the answer is unverified; only the graph's
             # own record of the evidence (the query's metadata) may replace it.
-            recorded = _resolve_evidence(view, [str(e) for e in query.metadata.get("evidence") or []], trail)
+            recorded_ids = query.metadata.get("evidence") if allow_annotated_fallback else None
+            recorded = _resolve_evidence(view, [str(e) for e in recorded_ids or []], trail)
             if not recorded:
                 return _result(
                     None, None, "evidence_absent",
