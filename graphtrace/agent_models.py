@@ -467,11 +467,18 @@ class AttributionOutcome:
     elapsed_seconds: float = 0.0
     finished_reason: str | None = None
     """agentscope's finished reason of the reply (``completed``, ``exceed_max_iters`` …)."""
+    error: BaseException | None = field(default=None, repr=False, compare=False)
+    """The exception that ended the run (API/model errors), so callers can classify it by type
+    (e.g. retry transient ones); None otherwise."""
 
     @property
     def ok(self) -> bool:
         """True when a prediction was produced."""
         return self.prediction is not None
+
+
+class _InnerTimeoutError(Exception):
+    """A TimeoutError raised inside the reply, not by the reply's wall-clock limit."""
 
 
 async def run_attribution_agent(
@@ -517,7 +524,9 @@ async def run_attribution_agent(
             elif isinstance(item, Msg):
                 final = item
 
-    def _outcome(prediction: ErrorAttributionPrediction | None, failure: str | None) -> AttributionOutcome:
+    def _outcome(
+        prediction: ErrorAttributionPrediction | None, failure: str | None, error: BaseException | None = None
+    ) -> AttributionOutcome:
         reason = getattr(final, "finished_reason", None)
         return AttributionOutcome(
             prediction=prediction,
@@ -525,17 +534,31 @@ async def run_attribution_agent(
             usage=usage,
             elapsed_seconds=time.perf_counter() - started,
             finished_reason=getattr(reason, "value", reason),
+            error=error,
         )
+
+    async def _drive_limited() -> None:
+        # a TimeoutError raised inside the reply (e.g. an HTTP read timeout) is an API error,
+        # not the whole-reply limit: tag it so only wait_for's own timeout reads as one
+        try:
+            await _drive()
+        except TimeoutError as exc:
+            raise _InnerTimeoutError from exc
 
     try:
         if timeout is None:
             await _drive()
         else:
-            await asyncio.wait_for(_drive(), timeout)
-    except TimeoutError:
-        return _outcome(None, f"timeout: the agent did not answer within {timeout:g} s")
+            await asyncio.wait_for(_drive_limited(), timeout)
+    except _InnerTimeoutError as wrapped:
+        exc = wrapped.__cause__ or wrapped
+        return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
+    except TimeoutError as exc:
+        if timeout is not None:
+            return _outcome(None, f"timeout: the agent did not answer within {timeout:g} s")
+        return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
     except Exception as exc:  # noqa: BLE001 - any model/API failure becomes a per-case record
-        return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}")
+        return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
 
     if final is None:
         return _outcome(None, "agent error: the reply produced no final message")

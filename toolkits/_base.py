@@ -26,6 +26,7 @@ __all__ = [
     "ApiPool",
     "Credential",
     "CredentialError",
+    "is_transient_error",
     "redact",
     "resolve_api_pool",
 ]
@@ -189,3 +190,41 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) > 3 and s != "EMPTY"}, key=len, reverse=True):
         text = text.replace(secret, _MASK)
     return text
+
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+def is_transient_error(exc: BaseException | None) -> bool:
+    """True for errors worth retrying, classified by type (never by message text).
+
+    Transient: OpenAI rate limits, connection errors and API timeouts, HTTP 408/409/429/5xx
+    status errors, httpx transport errors, ``TimeoutError`` and ``ConnectionError``. The
+    ``__cause__`` chain (``raise ... from``) is followed, so wrapped API errors count too.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, TimeoutError | ConnectionError):
+            return True
+        try:
+            import openai
+        except ImportError:  # pragma: no cover - openai is a core dependency
+            openai = None  # type: ignore[assignment]
+        if openai is not None:
+            if isinstance(exc, openai.APIConnectionError | openai.RateLimitError | openai.InternalServerError):
+                return True
+            if isinstance(exc, openai.APIStatusError):
+                return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+        try:
+            import httpx
+        except ImportError:  # pragma: no cover
+            httpx = None  # type: ignore[assignment]
+        if httpx is not None:
+            if isinstance(exc, httpx.TransportError):
+                return True
+            if isinstance(exc, httpx.HTTPStatusError):
+                code = exc.response.status_code
+                return code in _TRANSIENT_STATUS or code >= 500
+        exc = exc.__cause__
+    return False

@@ -59,14 +59,30 @@ class CaseCache:
         return self.folder / f"{key}.json"
 
     def load(self, key: str) -> dict[str, Any] | None:
-        """The stored entry, or None if absent or unreadable (a corrupt entry is a miss)."""
+        """The stored entry, or None if absent or unreadable (a corrupt or unreadable entry, or
+        an I/O error such as a permission problem, is a miss)."""
         path = self.path_for(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             return None
         return data if isinstance(data, dict) else None
 
+    def check_writable(self) -> None:
+        """Create the folder and write/remove a probe file.
+
+        Raises:
+            OSError: If entries cannot be written there (checked before a run starts).
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=str(self.folder))
+        os.close(fd)
+        os.unlink(probe)
+
     def store(self, key: str, entry: dict[str, Any]) -> None:
-        """Write one entry atomically."""
+        """Write one entry atomically.
+
+        Raises:
+            OSError: If the entry cannot be written (the runner warns and goes on).
+        """
         atomic_write_json(self.path_for(key), entry)

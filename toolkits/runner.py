@@ -33,7 +33,14 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
-from toolkits._base import AgentBaseConfig, ApiPool, CredentialError, redact, resolve_api_pool
+from toolkits._base import (
+    AgentBaseConfig,
+    ApiPool,
+    CredentialError,
+    is_transient_error,
+    redact,
+    resolve_api_pool,
+)
 from toolkits._case_cache import CaseCache, cache_key
 from toolkits.metrics import ERROR_TYPES
 from toolkits.retrieval import (
@@ -51,19 +58,10 @@ _TIMEOUT_GRACE_S = 5.0
 CACHE_FORMAT_VERSION = 1
 """Bumped when prompts or the cache payload change, so stale entries miss."""
 
-_TRANSIENT_NAMES = (
-    "RateLimitError",
-    "APIConnectionError",
-    "APITimeoutError",
-    "InternalServerError",
-    "ServiceUnavailableError",
-    "TimeoutError",
-    "ConnectionError",
-    "ConnectionResetError",
-    "RemoteProtocolError",
-    "ReadTimeout",
-    "ConnectTimeout",
-)
+
+
+class _InnerTimeoutError(Exception):
+    """A TimeoutError raised by the strategy itself, not by the runner's outer case limit."""
 
 
 class MemTraceConfig(AgentBaseConfig):
@@ -136,6 +134,7 @@ class MemTraceConfig(AgentBaseConfig):
         keys = (
             "model", "temperature", "exploration_strategy", "context_window", "max_context_limit",
             "keep_recent", "max_trace_nodes", "full_log_token_limit", "max_iters", "max_tokens",
+            "llama_cpp_compat",
             "embedding_provider", "embedding_model_name", "embedding_dimensions", "embedding_base_url",
             "retrieval_type", "retrieval_algorithm", "starting_point_query_type", "num_starting_points",
             "candidate_multiplier", "evidence_flow_seed",
@@ -227,10 +226,15 @@ def _prediction_dict(prediction: Any) -> dict[str, str]:
     return {k: str(prediction.get(k, "")) for k in ("error_type", "op_id", "reason")}
 
 
-def _is_transient(text: str) -> bool:
-    # A whole-case timeout ("timeout: ...") is not retried: the next attempt would most likely
-    # run out of time again. API-level timeouts inside an attempt are (APITimeoutError ...).
-    return any(name in text for name in _TRANSIENT_NAMES)
+def _outcome_is_transient(outcome: Any) -> bool:
+    """A failed outcome is retried only when it says so: a ``transient`` flag, or the exception
+    it carries (``error``) classified by type. Failure text is never parsed, so a whole-case
+    timeout ("timeout: ...") is not retried: the next attempt would most likely time out too."""
+    flag = getattr(outcome, "transient", None)
+    if isinstance(flag, bool):
+        return flag
+    error = getattr(outcome, "error", None)
+    return isinstance(error, BaseException) and is_transient_error(error)
 
 
 def _one_line(text: str, limit: int = 500) -> str:
@@ -238,13 +242,22 @@ def _one_line(text: str, limit: int = 500) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-_PROMPT_MODULES = ("graphtrace.prompts", "obstrace.prompts")
+_PROMPT_MODULES = (
+    "graphtrace.prompts",
+    "graphtrace.hints",
+    "graphtrace.notebook",
+    "obstrace.prompts",
+    "obstrace.notebook",
+)
+_STRATEGY_SOURCES: dict[str, tuple[str, ...]] = {"evidence_flow": ("toolkits.evidence_flow",)}
+"""Extra modules/packages whose source decides a strategy's answer (fingerprinted per strategy)."""
 
 
 def prompts_fingerprint(modules: Sequence[str] = _PROMPT_MODULES) -> str:
     """SHA-256 of the prompt modules' source, so editing a prompt invalidates cached answers.
 
-    Modules that are not installed contribute their name only.
+    A package contributes every ``.py`` file under it. Modules that are not installed
+    contribute their name only.
     """
     import hashlib
     import importlib.util
@@ -256,7 +269,14 @@ def prompts_fingerprint(modules: Sequence[str] = _PROMPT_MODULES) -> str:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
-        if spec is not None and spec.origin and Path(spec.origin).is_file():
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            for folder in spec.submodule_search_locations:
+                for path in sorted(Path(folder).rglob("*.py")):
+                    digest.update(str(path.relative_to(folder)).encode())
+                    digest.update(path.read_bytes())
+        elif spec.origin and Path(spec.origin).is_file():
             digest.update(Path(spec.origin).read_bytes())
     return digest.hexdigest()
 
@@ -297,6 +317,8 @@ class MemTraceRunner:
         self._cache = CaseCache(config.cache_dir) if config.cache_dir else None
         self._rng = random.Random(0)
         self._prompts_fingerprint: str | None = None
+        self._effective_retrieval: str | None = None
+        self._owns_retriever_pool = retriever_pool is None
 
     # -- resources ------------------------------------------------------------------------------
 
@@ -356,13 +378,19 @@ class MemTraceRunner:
                 )
 
             self._retriever_pool = GraphRetrieverPool(
-                retrieval_type=_effective_retrieval_type(cfg),
+                retrieval_type=self.effective_retrieval_type(),
                 embedder_factory=factory,
                 settings=cfg.retrieval_settings(),
                 embedding_cache_dir=cache_dir,
                 embedding_batch_size=cfg.embedding_batch_size,
             )
         return self._retriever_pool
+
+    def effective_retrieval_type(self) -> str:
+        """The retrieval type actually used (BM25 alone when MiniLM is missing; warns once)."""
+        if self._effective_retrieval is None:
+            self._effective_retrieval = _effective_retrieval_type(self.config)
+        return self._effective_retrieval
 
     # -- one case -------------------------------------------------------------------------------
 
@@ -378,13 +406,19 @@ class MemTraceRunner:
     ) -> dict[str, Any]:
         """The canonical identifier of one case's attribution (hashed into the cache key)."""
         if self._prompts_fingerprint is None:
-            self._prompts_fingerprint = prompts_fingerprint()
+            extra = _STRATEGY_SOURCES.get(self.config.exploration_strategy, ())
+            if self.config.evidence_flow_seed:
+                extra = (*extra, *_STRATEGY_SOURCES["evidence_flow"])
+            self._prompts_fingerprint = prompts_fingerprint((*_PROMPT_MODULES, *dict.fromkeys(extra)))
+        config = self.config.identity()
+        if use_pseudo_source_evidence and not use_source_evidence_nodes:
+            config["retrieval_type"] = self.effective_retrieval_type()
         return {
             "cache_format_version": CACHE_FORMAT_VERSION,
             "prompts": self._prompts_fingerprint,
             "graph_id": getattr(graph, "graph_id", None),
             "case": _case_identity(case),
-            "config": self.config.identity(),
+            "config": config,
             "arun_args": {
                 "use_source_evidence_nodes": use_source_evidence_nodes,
                 "use_pseudo_source_evidence": use_pseudo_source_evidence,
@@ -426,15 +460,21 @@ class MemTraceRunner:
                 if cfg.case_timeout_s is not None:
                     # the strategy gets the budget itself (and reports usage on timeout); this
                     # outer limit only catches strategies that ignore it
-                    outcome = await asyncio.wait_for(strategy(ctx), cfg.case_timeout_s + _TIMEOUT_GRACE_S)
+                    outcome = await asyncio.wait_for(_tag_inner_timeouts(strategy, ctx), cfg.case_timeout_s + _TIMEOUT_GRACE_S)
                 else:
                     outcome = await strategy(ctx)
-            except TimeoutError:
-                result.failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
-                return
+            except _InnerTimeoutError as wrapped:
+                # the strategy's own TimeoutError (e.g. an HTTP read timeout): a transient error
+                exc = wrapped.__cause__ or wrapped
+                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+            except TimeoutError as exc:
+                if cfg.case_timeout_s is not None:  # only the outer limit raises it here
+                    result.failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
+                    return
+                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
             except Exception as exc:  # noqa: BLE001 - isolate every per-case error
                 failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
-                if not _is_transient(failure):
+                if not is_transient_error(exc):
                     result.failure = failure
                     return
             else:
@@ -456,7 +496,7 @@ class MemTraceRunner:
                     result.failure = None
                     return
                 failure = _one_line(outcome_failure or "no answer: the strategy returned no prediction")
-                if not _is_transient(failure):
+                if not _outcome_is_transient(outcome):
                     result.failure = failure
                     return
             result.failure = failure
@@ -541,16 +581,18 @@ class MemTraceRunner:
         costs.total_model_calls += result.usage["num_calls"]
         costs.total_seconds += result.elapsed_seconds
         if result.ok and self._cache is not None and key is not None:
-            self._cache.store(
-                key,
-                {
-                    "error_attribution_result": result.prediction,
-                    "time": result.elapsed_seconds,
-                    "usage": result.usage,
-                    "evidence_ids": result.evidence_ids,
-                    "evidence_source": result.evidence_source,
-                },
-            )
+            entry = {
+                "error_attribution_result": result.prediction,
+                "time": result.elapsed_seconds,
+                "usage": result.usage,
+                "evidence_ids": result.evidence_ids,
+                "evidence_source": result.evidence_source,
+            }
+            try:
+                self._cache.store(key, entry)
+            except OSError as exc:
+                # the result itself is fine: keep it, it just will not be skipped on a rerun
+                warnings.warn(f"could not write the cache entry of case {index}: {exc}", stacklevel=2)
         if on_result:
             on_result(result)
         return result
@@ -626,7 +668,13 @@ class MemTraceRunner:
             self._run_case(i, case, graph, strategy, semaphore, costs, kwargs, on_result)
             for i, (case, graph) in enumerate(zip(cases, graph_list, strict=True))
         ]
-        results = await asyncio.gather(*tasks)
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            if self._owns_retriever_pool and self._retriever_pool is not None:
+                # built by this runner: release its vector stores and embedding cache
+                self._retriever_pool.close()
+                self._retriever_pool = None
         return RunReport(results=list(results), costs=costs)
 
     def run(self, *args: Any, **kwargs: Any) -> RunReport:
@@ -640,6 +688,13 @@ class MemTraceRunner:
         except RuntimeError:
             return asyncio.run(self.arun(*args, **kwargs))
         raise RuntimeError("MemTraceRunner.run() cannot be called inside a running event loop: await arun() instead")
+
+
+async def _tag_inner_timeouts(strategy: StrategySpec, ctx: StrategyContext) -> Any:
+    try:
+        return await strategy(ctx)
+    except TimeoutError as exc:
+        raise _InnerTimeoutError from exc
 
 
 def _local_embedder_installed() -> bool:

@@ -83,8 +83,12 @@ def test_one_failing_case_is_recorded_and_others_finish(strategy, bench_graph):
     assert report.costs.failed_cases == 3
 
 
-class RateLimitError(Exception):
-    pass
+def rate_limit_error(message):
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    return openai.RateLimitError(message, response=httpx.Response(429, request=request), body=None)
 
 
 def test_transient_errors_are_retried_with_backoff(strategy, bench_graph):
@@ -94,7 +98,7 @@ def test_transient_errors_are_retried_with_backoff(strategy, bench_graph):
     def flaky(ctx):
         attempts["n"] += 1
         if attempts["n"] < 3:
-            return RateLimitError("429 slow down")
+            return rate_limit_error("429 slow down")
         return answer()
 
     plan["g0"] = flaky
@@ -112,7 +116,9 @@ def test_transient_errors_are_retried_with_backoff(strategy, bench_graph):
 
 def test_transient_failures_exhaust_retries(strategy, bench_graph):
     calls, plan = strategy
-    plan["g0"] = Outcome(failure="agent error: APIConnectionError: connection refused")
+    failed = Outcome(failure="agent error: APIConnectionError: connection refused")
+    failed.error = ConnectionRefusedError("connection refused")  # classified by type, not by text
+    plan["g0"] = failed
 
     async def no_sleep(d):
         pass
@@ -213,12 +219,20 @@ def test_annotated_evidence_skips_unknown_ids(strategy, bench_graph):
     assert report.results[0].evidence_source == "annotated"
 
 
-def test_pseudo_evidence_is_retrieved_once_per_graph(strategy, bench_graph):
+def test_pseudo_evidence_is_retrieved_once_per_graph(strategy, bench_graph, monkeypatch):
     calls, _ = strategy
+    closed = []
+    original_close = runner_module.GraphRetrieverPool.close
+
+    def close(pool):
+        closed.append(pool.builds)
+        original_close(pool)
+
+    monkeypatch.setattr(runner_module.GraphRetrieverPool, "close", close)
     cfg = MemTraceConfig(exploration_strategy="fake", embedding_provider="hashing", num_starting_points=2)
     runner = MemTraceRunner(cfg)
     report = run(runner, cases_for(3), bench_graph, batch_size=3)
-    assert runner.retriever_pool().builds == 1
+    assert closed == [1]  # one build for the graph, and the runner closed its pool at the end
     assert all(c.evidence_is_pseudo and len(c.evidence_ids) == 2 for c in calls)
     assert calls[0].evidence_ids[0] == "U1:D2:2@1"  # the message about moving from Sweden
     assert report.results[0].evidence_source == "retrieved"
