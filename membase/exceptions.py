@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DatasetError",
+    "FATAL_ERRORS",
     "MemBaseError",
     "ModelRequestError",
     "ModelRequestsBlockedError",
@@ -34,3 +35,8 @@ class ModelUnreachableError(ModelRequestError):
 
 class ModelRequestsBlockedError(MemBaseError, RuntimeError):
     """A real model request was attempted while `membase.clients.guard.ALLOW_MODEL_REQUESTS` is False."""
+
+
+FATAL_ERRORS: tuple[type[Exception], ...] = (ModelUnreachableError, ModelRequestsBlockedError, ConfigError)
+"""Errors no retry or next message can fix (dead endpoint, blocked requests, bad configuration or
+credentials): layers and runners re-raise them instead of recording a per-item failure."""

@@ -1,15 +1,17 @@
 """Mem0 layer: the real mem0ai 1.0.5 (fact extraction -> ADD/UPDATE/DELETE/NONE decision), traced.
 
 mem0 is imported lazily by `import_mem0()`, which first sets `MEM0_TELEMETRY=False` and, unless
-already set, `MEM0_DIR` to a folder under the layer's `save_dir` (mem0 reads both once, at import,
-and creates `MEM0_DIR`). Our chat model and embedder are plugged in through mem0's provider
+already set, `MEM0_DIR` to the run-level folder `<save_dir>/../.mem0` (mem0 reads both once, at
+import, and creates `MEM0_DIR`; being outside every user's folder, a user's rerun never deletes it). Our chat model and embedder are plugged in through mem0's provider
 factories (`mem0_adapters`); the vector store is qdrant local mode under `save_dir/qdrant` (one
 client per folder, shared with mem0's migrations collection so that nothing lands elsewhere);
 the history database lives in `save_dir/history.db`.
 
 Tracing is applied from outside (`mem0_tracing.Mem0Tracer` patch specs, installed with
 `MonkeyPatcher` around each `memory.add`). A mem0 failure on one message is logged, appended to
-`layer.failures` and the run continues.
+`layer.failures` (`{"message_id", "error"}`) and the run continues; a fatal client error
+(`membase.exceptions.FATAL_ERRORS`: unreachable endpoint, blocked requests, bad configuration) is
+re-raised, including one that mem0 swallowed inside its update-decision call or a memory action.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from membase.exceptions import ConfigError
+from membase.exceptions import FATAL_ERRORS, ConfigError
+from membase.layers._common import build_chat_client, build_layer_embedder, registered_message, usage_report
 from membase.layers.base import MemBaseConfig, MemBaseLayer
-from membase.layers.tracing import query_variable, trace_message, tracing_active
+from membase.layers.tracing import query_variable, tracing_active
 from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher, PatchSpec
@@ -109,28 +112,19 @@ def _build_chat_model(config: Mem0Config) -> Any:
         from membase.layers.mem0_fake import make_mem0_fake
 
         return make_mem0_fake(model=config.llm_model)
-    from membase.clients import ChatClient, CredentialPool
-
     opts = config.llm_config
-    if opts.get("api_config_path"):
-        credentials = CredentialPool.from_api_config(opts["api_config_path"])
-    elif opts.get("api_key") or opts.get("base_url"):
-        credentials = CredentialPool([opts.get("api_key") or "EMPTY"], [opts.get("base_url")])
-    else:
-        credentials = None
-    return ChatClient(config.llm_model, credentials=credentials, cache_dir=opts.get("cache_dir"))
+    return build_chat_client(
+        config.llm_model,
+        api_config_path=opts.get("api_config_path"),
+        api_key=opts.get("api_key"),
+        base_url=opts.get("base_url"),
+        cache_dir=opts.get("cache_dir"),
+    )
 
 
 def _build_embedder(config: Mem0Config) -> Any:
-    from membase.clients import build_embedder
-
-    provider = config.embedder_provider
-    if provider == "fake":
-        return build_embedder("fake", dim=config.embedding_model_dims)
-    if provider in ("huggingface", "minilm"):
-        return build_embedder(f"huggingface:{config.embedding_model}", dim=config.embedding_model_dims)
-    return build_embedder(
-        f"openai:{config.embedding_model}", dim=config.embedding_model_dims, **config.embedding_config
+    return build_layer_embedder(
+        config.embedder_provider, config.embedding_model, config.embedding_model_dims, **config.embedding_config
     )
 
 
@@ -150,20 +144,24 @@ class Mem0Layer(MemBaseLayer):
         """
         super().__init__(config)
         self.save_path.mkdir(parents=True, exist_ok=True)
-        import_mem0(self.save_path.resolve() / ".mem0")
+        import_mem0(self.save_path.resolve().parent / ".mem0")
         self.chat_model = chat_model if chat_model is not None else _build_chat_model(config)
         self.embedder = embedder if embedder is not None else _build_embedder(config)
         self.failures: list[dict[str, str]] = []
         self._qdrant: Any = None
-        self.memory = self._build_memory()
-        from membase.layers.mem0_tracing import Mem0Tracer
+        self.memory: Any = None
+        try:
+            self.memory = self._build_memory()
+            from membase.layers.mem0_tracing import Mem0Tracer
 
-        self.tracer = Mem0Tracer(
-            self.memory,
-            llm_model=config.llm_model,
-            embedding_model=getattr(self.embedder, "model_name", "unknown"),
-        )
-        self._message_count = 0
+            self.tracer = Mem0Tracer(
+                self.memory,
+                llm_model=config.llm_model,
+                embedding_model=getattr(self.embedder, "model_name", "unknown"),
+            )
+        except BaseException:
+            self.cleanup()  # the local qdrant client holds a folder lock: release it
+            raise
 
     def _build_memory(self) -> Any:
         from mem0 import Memory
@@ -221,32 +219,53 @@ class Mem0Layer(MemBaseLayer):
 
     # -- ingestion ---------------------------------------------------------------------------
     def add_message(self, message: Message, **kwargs: Any) -> None:
-        """Send one message through mem0's inferring `add` (failures are recorded, not raised)."""
-        content = message.content + metadata_suffix(message)
-        registered = trace_message(message, content, variable_name="raw_input_1") is not None
-        metadata = {**message.metadata, "timestamp": message.timestamp, "speakers": message.name}
-        try:
-            with MonkeyPatcher(self.tracer.patch_specs()):
-                self.memory.add(
-                    messages={"role": message.role, "content": content, "name": message.name},
-                    user_id=self.config.user_id,
-                    metadata=metadata,
-                )
-        except Exception as exc:  # one bad message must not stop the run
-            error = f"({type(exc).__name__}) {exc}"
-            logger.warning("mem0 failed on message %s: %s", message.id, error)
-            self.failures.append({"message_id": message.id, "error": error})
-        finally:
-            if registered:
-                from smartcomment import current_context
+        """Send one message through mem0's inferring `add`.
 
-                ctx = current_context()
-                if ctx is not None:
-                    try:
-                        ctx.remove_variable("raw_input_1")
-                    except NameError:
-                        pass
-        self._message_count += 1
+        A failure is appended to `failures` as `{"message_id", "error"}` and the run continues;
+        fatal client errors (`FATAL_ERRORS`) are raised, also when mem0 swallowed them.
+        """
+        content = message.content + metadata_suffix(message)
+        metadata = {**message.metadata, "timestamp": message.timestamp, "speakers": message.name}
+        with registered_message(message, content, variable_name="raw_input_1"):
+            self._take_fatal_error()  # drop one left over from a failed search
+            try:
+                with MonkeyPatcher(self.tracer.patch_specs()):
+                    self.memory.add(
+                        messages={"role": message.role, "content": content, "name": message.name},
+                        user_id=self.config.user_id,
+                        metadata=metadata,
+                    )
+            except FATAL_ERRORS:
+                self._take_fatal_error()
+                raise
+            except Exception as exc:  # one bad message must not stop the run
+                fatal = self._take_fatal_error()
+                if fatal is not None:
+                    raise fatal from exc
+                error = f"({type(exc).__name__}) {exc}"
+                logger.warning("mem0 failed on message %s: %s", message.id, error)
+                self.failures.append({"message_id": message.id, "error": error})
+                return
+            fatal = self._take_fatal_error()
+            if fatal is not None:  # mem0 logged it and carried on
+                raise fatal
+
+    def _take_fatal_error(self) -> BaseException | None:
+        """The fatal error our LLM or embedder adapter saw since the last call (mem0 may have
+        swallowed it), or None; both adapters forget theirs."""
+        found = None
+        for adapter in (getattr(self.memory, "llm", None), getattr(self.memory, "embedding_model", None)):
+            take = getattr(adapter, "take_fatal_error", None)
+            exc = take() if take is not None else None
+            found = found or exc
+        return found
+
+    def token_usage(self) -> dict[str, Any]:
+        """`{"llm": {...}, "embedder": {...}}` counters (`model`, requests, tokens) of the models used."""
+        return usage_report(
+            llm=(self.config.llm_model, self.chat_model),
+            embedder=(getattr(self.embedder, "model_name", self.config.embedding_model), self.embedder),
+        )
 
     def tracing_patch_specs(self) -> list[PatchSpec]:
         """The tracing patches `add_message` installs (exposed for inspection and reuse)."""

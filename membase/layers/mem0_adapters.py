@@ -5,6 +5,10 @@ mem0 builds its LLM and embedder through `LlmFactory` / `EmbedderFactory` from a
 travel inside the provider config (`chat_model=` for the LLM, `model_kwargs["membase_embedder"]`
 for the embedder, since mem0's embedder config class has a fixed signature).
 
+A fatal client error (`membase.exceptions.FATAL_ERRORS`) raised by our model is remembered on the
+adapter (`fatal_error`) before it propagates: mem0 swallows failures of its update-decision call
+and of each memory action, so the layer re-raises the remembered error after `memory.add` returns.
+
 Import this module only after `membase.layers.mem0.import_mem0()` has set mem0's environment.
 """
 
@@ -18,7 +22,16 @@ from mem0.embeddings.base import EmbeddingBase
 from mem0.llms.base import LLMBase
 from mem0.utils.factory import EmbedderFactory, LlmFactory
 
-__all__ = ["PROVIDER", "MemBaseChatLLM", "MemBaseEmbedding", "MemBaseLlmConfig", "register_providers"]
+from membase.exceptions import FATAL_ERRORS
+
+__all__ = [
+    "PROVIDER",
+    "FatalErrorMemory",
+    "MemBaseChatLLM",
+    "MemBaseEmbedding",
+    "MemBaseLlmConfig",
+    "register_providers",
+]
 
 PROVIDER = "membase"
 EMBEDDER_KEY = "membase_embedder"
@@ -41,7 +54,22 @@ class MemBaseLlmConfig(BaseLlmConfig):
         self.reply_max_tokens = max_tokens
 
 
-class MemBaseChatLLM(LLMBase):
+class FatalErrorMemory:
+    """Remembers the first fatal client error seen since the last `take_fatal_error()`."""
+
+    fatal_error: BaseException | None = None
+
+    def _remember(self, exc: BaseException) -> None:
+        if self.fatal_error is None:
+            self.fatal_error = exc
+
+    def take_fatal_error(self) -> BaseException | None:
+        """Return the remembered fatal error (None when there is none) and forget it."""
+        exc, self.fatal_error = self.fatal_error, None
+        return exc
+
+
+class MemBaseChatLLM(FatalErrorMemory, LLMBase):
     """mem0 LLM that forwards every request to `config.chat_model.complete(...)`."""
 
     def __init__(self, config: MemBaseLlmConfig) -> None:
@@ -63,16 +91,20 @@ class MemBaseChatLLM(LLMBase):
             raise NotImplementedError(
                 f"provider {PROVIDER!r} does not support tool calls (mem0 graph memory)"
             )
-        result = self.chat_model.complete(
-            messages,
-            temperature=self.config.temperature,
-            max_tokens=self.config.reply_max_tokens,
-            response_format=response_format,
-        )
+        try:
+            result = self.chat_model.complete(
+                messages,
+                temperature=self.config.temperature,
+                max_tokens=self.config.reply_max_tokens,
+                response_format=response_format,
+            )
+        except FATAL_ERRORS as exc:
+            self._remember(exc)
+            raise
         return result if isinstance(result, str) else result.text
 
 
-class MemBaseEmbedding(EmbeddingBase):
+class MemBaseEmbedding(FatalErrorMemory, EmbeddingBase):
     """mem0 embedder over one of our `Embedder`s."""
 
     def __init__(self, config: BaseEmbedderConfig | None = None) -> None:
@@ -85,7 +117,11 @@ class MemBaseEmbedding(EmbeddingBase):
 
     def embed(self, text: str, memory_action: str | None = None) -> list[float]:
         """Embed one text (`memory_action` is irrelevant for symmetric embedders)."""
-        return list(self.embedder.embed([text])[0])
+        try:
+            return list(self.embedder.embed([text])[0])
+        except FATAL_ERRORS as exc:
+            self._remember(exc)
+            raise
 
 
 def register_providers() -> None:

@@ -12,6 +12,11 @@ pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip insta
 
 from membase.clients.fake import FunctionChatModel  # noqa: E402
 from membase.datasets.locomo import load_locomo  # noqa: E402
+from membase.exceptions import (  # noqa: E402
+    ModelRequestError,
+    ModelRequestsBlockedError,
+    ModelUnreachableError,
+)
 from membase.layers.mem0 import Mem0Config, Mem0Layer  # noqa: E402
 from membase.layers.mem0_fake import Mem0FakeBrain, make_mem0_fake  # noqa: E402
 from membase.types import Message  # noqa: E402
@@ -368,7 +373,8 @@ def test_fake_extracts_statements_with_speaker():
 
 
 def test_fresh_process_keeps_mem0_out_of_home(tmp_path):
-    """In a new interpreter with MEM0_DIR unset, building the layer uses save_dir/.mem0, never $HOME."""
+    """In a new interpreter with MEM0_DIR unset, building the layer uses the run-level
+    `<save_dir>/../.mem0` (outside the user's folder, which a rerun deletes), never $HOME."""
     import subprocess
     import sys
 
@@ -395,7 +401,7 @@ def test_fresh_process_keeps_mem0_out_of_home(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     mem0_dir, telemetry = out.stdout.split()
-    assert Path(mem0_dir) == (save_dir / ".mem0").resolve() and telemetry == "False"
+    assert Path(mem0_dir) == (tmp_path / ".mem0").resolve() and telemetry == "False"
     assert list(home.iterdir()) == []
 
 
@@ -412,3 +418,108 @@ def test_openai_compatible_endpoint_is_configured_without_requests(tmp_path):
     client = _build_chat_model(config)
     assert isinstance(client, ChatClient) and client.model == "qwen3"
     assert client.credentials.credential_for(0).base_url == "http://127.0.0.1:9/v1"
+
+
+# -- failures, fatal errors, construction clean-up, token usage --------------------------------------
+_FATAL = [
+    ModelUnreachableError("chat endpoint http://127.0.0.1:9/v1 unreachable"),
+    ModelRequestsBlockedError("real chat requests are disabled"),
+]
+_TWO = [
+    Message(id="U:1", name="Ann", content="I started painting landscapes this spring.", timestamp="2023-05-08T13:56:00"),
+    Message(id="U:2", name="Ann", content="I moved from Sweden four years ago.", timestamp="2023-05-08T13:57:00"),
+]
+
+
+@pytest.mark.parametrize("exc", _FATAL, ids=lambda e: type(e).__name__)
+def test_fatal_extraction_error_stops_at_the_first_message(tmp_path, exc):
+    def dead(messages, **kwargs):
+        raise exc
+
+    model = FunctionChatModel(dead)
+    layer = Mem0Layer(_config(tmp_path), chat_model=model)
+    try:
+        with pytest.raises(type(exc)):
+            for m in _TWO:
+                layer.add_message(m)
+        assert len(model.calls) == 1 and layer.failures == []
+    finally:
+        layer.cleanup()
+
+
+def test_fatal_error_swallowed_by_mem0_in_the_update_decision_is_raised(tmp_path):
+    """mem0 logs and ignores a failing update-decision call; the layer re-raises it after `add`."""
+    brain = Mem0FakeBrain()
+
+    def decision_dead(messages, **kwargs):
+        if messages[0]["role"] != "system":
+            raise ModelUnreachableError("chat endpoint unreachable")
+        return brain(messages, **kwargs)
+
+    model = FunctionChatModel(decision_dead)
+    layer = Mem0Layer(_config(tmp_path), chat_model=model)
+    try:
+        with pytest.raises(ModelUnreachableError):
+            for m in _TWO:
+                layer.add_message(m)
+        assert len(model.calls) == 2 and layer.failures == []  # extraction + decision of message 1
+        assert layer.memory.llm.fatal_error is None  # taken, not left for the next message
+    finally:
+        layer.cleanup()
+
+
+def test_failure_entries_are_message_id_and_error(tmp_path):
+    brain = Mem0FakeBrain()
+
+    def flaky(messages, **kwargs):
+        if "Sweden" in messages[-1]["content"] and messages[0]["role"] == "system":
+            raise ModelRequestError("HTTP 400: bad request")
+        return brain(messages, **kwargs)
+
+    layer = Mem0Layer(_config(tmp_path), chat_model=FunctionChatModel(flaky))
+    try:
+        for m in _TWO:
+            layer.add_message(m)
+        assert layer.failures == [{"message_id": "U:2", "error": "(ModelRequestError) HTTP 400: bad request"}]
+    finally:
+        layer.cleanup()
+
+
+def test_failed_memory_construction_closes_the_qdrant_client(tmp_path, monkeypatch):
+    import mem0
+    import qdrant_client
+
+    closed = []
+
+    class SpyClient(qdrant_client.QdrantClient):
+        def close(self, *args, **kwargs):
+            closed.append(self)
+            return super().close(*args, **kwargs)
+
+    def broken_memory(config):
+        raise RuntimeError("mem0 could not start")
+
+    monkeypatch.setattr(qdrant_client, "QdrantClient", SpyClient)
+    monkeypatch.setattr(mem0, "Memory", broken_memory)
+    with pytest.raises(RuntimeError, match="could not start"):
+        Mem0Layer(_config(tmp_path))
+    assert len(closed) == 1
+    monkeypatch.undo()
+    layer = Mem0Layer(_config(tmp_path))  # the folder lock was released
+    layer.cleanup()
+
+
+def test_token_usage_comes_from_the_chat_model(tmp_path):
+    model = make_mem0_fake(model="mem0-fake")
+    layer = Mem0Layer(_config(tmp_path), chat_model=model)
+    try:
+        assert not hasattr(layer, "_message_count")
+        for m in _TWO:
+            layer.add_message(m)
+        usage = layer.token_usage()
+        assert set(usage) == {"llm"}  # the fake embedder keeps no counters
+        assert usage["llm"]["model"] == "mem0-fake"
+        assert usage["llm"]["requests"] == len(model.calls) >= 2
+        assert usage["llm"]["input_tokens"] > 0 and usage["llm"]["output_tokens"] > 0
+    finally:
+        layer.cleanup()

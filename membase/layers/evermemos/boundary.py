@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from membase.exceptions import FATAL_ERRORS
 from membase.layers.evermemos.config import BoundaryDetectionConfig
 from membase.layers.evermemos.llm import ChatModel, ask
 from membase.layers.evermemos.memcell import BoundaryDetectionResult, parse_timestamp
@@ -182,6 +183,8 @@ def detect_boundary(
     for _ in range(max_attempts):
         try:
             reply = ask(llm, decision.prompt)
+        except FATAL_ERRORS:
+            raise
         except Exception as exc:  # a model failure must not stop ingestion
             logger.warning("boundary detection call failed: %s", exc)
             decision.attempts.append(BoundaryAttempt(error=f"({type(exc).__name__}) {exc}"))

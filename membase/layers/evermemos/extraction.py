@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from membase.exceptions import FATAL_ERRORS
 from membase.layers.evermemos.llm import ChatModel, ask
 from membase.layers.evermemos.memcell import MemCell, as_aware, parse_timestamp
 from membase.layers.evermemos.prompts import (
@@ -174,6 +175,8 @@ def _run(kind: str, llm: ChatModel, prompt: str, parse: Callable[[str], T]) -> E
     for _ in range(MAX_ATTEMPTS):
         try:
             reply = ask(llm, prompt)
+        except FATAL_ERRORS:
+            raise
         except Exception as exc:  # model failures are retried, then reported
             outcome.errors.append(f"({type(exc).__name__}) {exc}")
             continue

@@ -7,13 +7,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from membase.exceptions import ConfigError
+from membase.exceptions import FATAL_ERRORS, ConfigError
+from membase.layers._common import build_chat_client, build_layer_embedder, registered_message, usage_report
 from membase.layers.base import MemBaseLayer
 from membase.layers.evermemos.config import EverMemOSConfig
 from membase.layers.evermemos.manager import OnlineMemoryManager
 from membase.layers.evermemos.memcell import new_event_id
 from membase.layers.evermemos.trace import EverMemOSTracer
-from membase.layers.tracing import query_variable, trace_message
+from membase.layers.tracing import query_variable
 from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
 
@@ -49,27 +50,19 @@ def _build_chat_model(config: EverMemOSConfig) -> Any:
         from membase.layers.evermemos.fake import make_evermemos_fake
 
         return make_evermemos_fake(model=llm.model)
-    from membase.clients import ChatClient, CredentialPool
-
-    if llm.api_config_path:
-        credentials = CredentialPool.from_api_config(llm.api_config_path)
-    elif llm.api_key or llm.base_url:
-        credentials = CredentialPool([llm.api_key or "EMPTY"], [llm.base_url])
-    else:
-        credentials = None  # read from the environment
-    return ChatClient(llm.model, credentials=credentials, cache_dir=llm.cache_dir)
+    return build_chat_client(
+        llm.model,
+        api_config_path=llm.api_config_path,
+        api_key=llm.api_key,
+        base_url=llm.base_url,
+        cache_dir=llm.cache_dir,
+    )
 
 
 def _build_embedder(config: EverMemOSConfig) -> Any:
-    from membase.clients import build_embedder
-
     emb = config.embedding_config
-    if emb.provider == "fake":
-        return build_embedder("fake", dim=emb.embedding_dims)
-    if emb.provider == "minilm":
-        return build_embedder(f"huggingface:{emb.model}", dim=emb.embedding_dims)
-    return build_embedder(
-        f"openai:{emb.model}", dim=emb.embedding_dims, base_url=emb.base_url, api_key=emb.api_key
+    return build_layer_embedder(
+        emb.provider, emb.model, emb.embedding_dims, base_url=emb.base_url, api_key=emb.api_key
     )
 
 
@@ -120,39 +113,64 @@ class EverMemOSLayer(MemBaseLayer):
             event_log=config.extraction_config.enable_event_log,
         )
         self.failures: list[dict[str, str]] = []
+        """Messages whose processing failed: `{"message_id", "error"}` (`<flush>` for the final memcell)."""
+        self.tracing_errors: list[str] = []
+        """Tracing failures (logged; the messages themselves were processed)."""
 
     # -- ingestion ---------------------------------------------------------------------------------
     def add_message(self, message: Message, **kwargs: Any) -> None:
-        """Buffer one message; close and enrich a memcell when the boundary says so."""
-        message_rv = trace_message(message, message.content, variable_name="raw_input", speaker_key="speaker")
-        try:
-            record = self.manager.add_message(
-                role=message.role, name=message.name, content=message.content, timestamp=message.timestamp
-            )
-            self.tracer.record_ingest(record, message_rv)
-            if record.memcell is not None and record.memcell.failure:
-                self.failures.append({"message_id": message.id, "error": record.memcell.failure})
-        except Exception as exc:  # one bad message must not stop the run
-            error = f"({type(exc).__name__}) {exc}"
-            logger.warning("EverMemOS failed on message %s: %s", message.id, error)
-            self.failures.append({"message_id": message.id, "error": error})
-        finally:
-            if message_rv is not None:
-                from smartcomment import current_context
+        """Buffer one message; close and enrich a memcell when the boundary says so.
 
-                ctx = current_context()
-                if ctx is not None:
-                    try:
-                        ctx.remove_variable("raw_input")
-                    except NameError:
-                        pass
+        A failure is appended to `failures` and the run continues; fatal client errors
+        (`FATAL_ERRORS`) are raised. Tracing failures are logged, never counted as failures.
+        """
+        with registered_message(
+            message, message.content, variable_name="raw_input", speaker_key="speaker"
+        ) as message_rv:
+            try:
+                record = self.manager.add_message(
+                    role=message.role, name=message.name, content=message.content, timestamp=message.timestamp
+                )
+            except FATAL_ERRORS:
+                raise
+            except Exception as exc:  # one bad message must not stop the run
+                self._record_failure(message.id, f"({type(exc).__name__}) {exc}")
+                return
+            if record.memcell is not None and record.memcell.failure:
+                self._record_failure(message.id, record.memcell.failure)
+            self._trace(message.id, self.tracer.record_ingest, record, message_rv)
 
     def flush(self) -> None:
-        """Close whatever is still buffered into a final memcell."""
-        record = self.manager.flush()
-        self.tracer.record_flush(record)
+        """Close whatever is still buffered into a final memcell (kept buffered when that fails)."""
+        try:
+            record = self.manager.flush()
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:
+            self._record_failure("<flush>", f"({type(exc).__name__}) {exc}")
+            return
         if record is not None and record.memcell is not None and record.memcell.failure:
-            self.failures.append({"message_id": "<flush>", "error": record.memcell.failure})
+            self._record_failure("<flush>", record.memcell.failure)
+        self._trace("<flush>", self.tracer.record_flush, record)
+
+    def _record_failure(self, message_id: str, error: str) -> None:
+        logger.warning("EverMemOS failed on message %s: %s", message_id, error)
+        self.failures.append({"message_id": message_id, "error": error})
+
+    def _trace(self, message_id: str, record_fn: Callable[..., None], *args: Any) -> None:
+        try:
+            record_fn(*args)
+        except Exception as exc:  # tracing never breaks (or fails) the traced message
+            error = f"({type(exc).__name__}) {exc}"
+            logger.warning("EverMemOS tracing failed on message %s: %s", message_id, error, exc_info=True)
+            self.tracing_errors.append(f"{message_id}: {error}")
+
+    def token_usage(self) -> dict[str, Any]:
+        """`{"llm": {...}, "embedder": {...}}` counters (`model`, requests, tokens) of the models used."""
+        return usage_report(
+            llm=(self.config.llm_config.model, self.chat_model),
+            embedder=(getattr(self.embedder, "model_name", self.config.embedding_config.model), self.embedder),
+        )
 
     # -- retrieval -----------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int = 10, **kwargs: Any) -> list[MemoryEntry]:

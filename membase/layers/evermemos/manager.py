@@ -161,7 +161,10 @@ class OnlineMemoryManager:
         return record
 
     def flush(self) -> IngestRecord | None:
-        """Close whatever is buffered into a final memcell; None when the buffer is empty."""
+        """Close whatever is buffered into a final memcell; None when the buffer is empty.
+
+        The buffer is emptied only when the memcell was stored (a failed extraction keeps it).
+        """
         if not self.buffer:
             return None
         record = IngestRecord(
@@ -175,8 +178,9 @@ class OnlineMemoryManager:
             participants=_participants(self.buffer),
         )
         record.memcell = self._process_memcell(memcell, "flush")
-        self.buffer = []
-        record.buffer_after_reset = []
+        if record.memcell.failure is None:  # like add_message: a failed memcell keeps its messages
+            self.buffer = []
+            record.buffer_after_reset = []
         return record
 
     def _reset_buffer(self, smart_mask_flag: bool) -> list[dict[str, Any]]:

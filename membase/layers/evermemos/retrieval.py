@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from membase.exceptions import FATAL_ERRORS
 from membase.layers.evermemos.config import OnlineRetrieverConfig
 from membase.layers.evermemos.index import HybridIndex, bm25_tokenize, rrf_fuse
 from membase.layers.evermemos.llm import ChatModel, ask
@@ -182,6 +183,8 @@ def _sufficiency(llm: ChatModel, run: AgenticRun) -> None:
     try:
         run.check_response = ask(llm, run.check_prompt, temperature=0.0, max_tokens=500)
         run.check_result = parse_sufficiency_reply(run.check_response)
+    except FATAL_ERRORS:
+        raise
     except Exception as exc:  # any failure counts as sufficient (the conservative choice)
         run.check_error = f"({type(exc).__name__}) {exc}"
         run.check_result = {
@@ -203,6 +206,8 @@ def _round2_queries(llm: ChatModel, run: AgenticRun, config: OnlineRetrieverConf
         try:
             run.round2_response = ask(llm, run.round2_prompt, temperature=0.4, max_tokens=300)
             run.refined_queries = parse_multi_query_reply(run.round2_response, run.query)
+        except FATAL_ERRORS:
+            raise
         except Exception as exc:  # fall back to the original query
             run.round2_error = f"({type(exc).__name__}) {exc}"
             run.refined_queries = [run.query]
@@ -213,6 +218,8 @@ def _round2_queries(llm: ChatModel, run: AgenticRun, config: OnlineRetrieverConf
         try:
             run.round2_response = ask(llm, run.round2_prompt, temperature=0.3, max_tokens=150)
             run.refined_queries = [parse_refined_query_reply(run.round2_response, run.query)]
+        except FATAL_ERRORS:
+            raise
         except Exception as exc:
             run.round2_error = f"({type(exc).__name__}) {exc}"
             run.refined_queries = [run.query]
