@@ -8,6 +8,7 @@ Layers record their own operations with smartcomment; the runners open the graph
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,9 +21,46 @@ from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import PatchSpec
 
-__all__ = ["MemBaseConfig", "MemBaseLayer", "MessageBufferMixin"]
+__all__ = ["MemBaseConfig", "MemBaseLayer", "MessageBufferMixin", "redact_secrets"]
 
 CONFIG_FILENAME = "config.json"
+
+
+REDACTED = "***"
+_SECRET_WORDS = frozenset({"key", "token", "secret", "password"})
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a config field name holds a credential: it contains `api_key`, or one of its
+    word components (split on `_`, `-`, `.`, camelCase) is key/token/secret/password/apikey."""
+    if "api_key" in name.lower() or "apikey" in name.lower():
+        return True
+    words = re.split(r"[_\-.\s]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name))
+    return any(w.lower() in _SECRET_WORDS for w in words if w)
+
+
+def redact_secrets(value: Any) -> Any:
+    """A copy of `value` with the value of every secret-named key (at any depth) replaced by `"***"`.
+
+    Only text (or containers of it) is hidden: None, "" and numbers stay as they are (nothing to
+    hide; `token_budget: 512` is no credential, and an unset field stays visibly unset).
+    """
+    if isinstance(value, dict):
+        return {k: (REDACTED if isinstance(k, str) and is_secret_key(k) and _holds_text(v) else redact_secrets(v))
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_secrets(v) for v in value]
+    return value
+
+
+def _holds_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, dict):
+        return any(_holds_text(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_text(v) for v in value)
+    return False
 
 
 class MemBaseConfig(BaseModel):
@@ -117,9 +155,10 @@ class MemBaseLayer(ABC):
         return Path(self.config.save_dir)
 
     def _write_config_file(self) -> Path:
-        """Write `save_dir/config.json` = `{"layer_type": ..., **config}`."""
+        """Write `save_dir/config.json` = `{"layer_type": ..., **config}`, secrets replaced by `"***"`."""
         return atomic_write_json(
-            self.save_path / CONFIG_FILENAME, {"layer_type": self.layer_type, **self.config.model_dump(mode="json")}
+            self.save_path / CONFIG_FILENAME,
+            redact_secrets({"layer_type": self.layer_type, **self.config.model_dump(mode="json")}),
         )
 
     def _check_config_file(self, user_id: str | None = None) -> bool:

@@ -113,7 +113,12 @@ class DocumentStore:
         doc = StoredDocument(key=key, content=content, namespace=self.namespace, created_at=now, updated_at=now)
         self._pending.append(doc)
         if len(self._pending) >= self.write_batch_size:
-            self.write_pending()
+            try:
+                self.write_pending()
+            except BaseException:
+                # The caller learns this document failed; the earlier ones stay queued for a retry.
+                self._pending.remove(doc)
+                raise
         return doc
 
     def write_pending(self) -> None:
@@ -122,11 +127,13 @@ class DocumentStore:
 
         if not self._pending:
             return
-        docs, self._pending = self._pending, []
+        docs = list(self._pending)
         vectors = self.embedder.embed([d.content for d in docs])
         self.client.upsert(self.collection, points=[
             models.PointStruct(id=d.key, vector=v, payload=self._payload(d)) for d, v in zip(docs, vectors, strict=True)
         ])
+        # Dropped only once stored: a failed embedding or upsert keeps the batch for the next write.
+        del self._pending[:len(docs)]
 
     def prefetch_queries(self, queries: list[str]) -> None:
         """Embed upcoming queries in one batch; `search` then reuses the vectors."""
@@ -203,14 +210,19 @@ class DocumentStore:
                 return sorted(out, key=lambda r: r["created_at"])
 
     def close(self) -> None:
-        """Close the client (releases a local folder). Safe to call twice."""
-        if self._pending:
-            self.write_pending()
-        if self._client is not None:
-            try:
-                self._client.close()
-            finally:
-                self._client = None
+        """Write what is pending, then close the client (releases a local folder). Safe to call twice.
+
+        The client is closed even when the last write fails (the error is raised after closing).
+        """
+        try:
+            if self._pending:
+                self.write_pending()
+        finally:
+            if self._client is not None:
+                try:
+                    self._client.close()
+                finally:
+                    self._client = None
 
     @staticmethod
     def _payload(doc: StoredDocument) -> dict[str, Any]:

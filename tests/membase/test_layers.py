@@ -104,3 +104,99 @@ def test_store_batches_writes_and_prefetched_queries():
     assert store.search("topic 1", 4)[0].key == keys[1]
     assert emb.batches == [3, 2, 1]  # the pending write; no query was embedded again
     store.close()
+
+
+class FlakyEmbedder(FakeEmbedder):
+    """Fails the next `fail` embed calls, then works."""
+
+    def __init__(self):
+        super().__init__(16)
+        self.fail = 0
+
+    def embed(self, texts):
+        if self.fail:
+            self.fail -= 1
+            raise TimeoutError("simulated embedding failure")
+        return super().embed(texts)
+
+
+def test_store_keeps_the_batch_when_embedding_fails():
+    from membase.layers.rag_store import DocumentStore
+
+    emb = FlakyEmbedder()
+    store = DocumentStore(emb, collection="c", namespace=["memories", "u"], write_batch_size=2)
+    store.add("first document")
+    emb.fail = 1
+    with pytest.raises(TimeoutError):
+        store.add("second document")  # fills the batch; its write fails
+    # The failed add is withdrawn; the earlier document is still queued, not lost.
+    assert [d.content for d in store._pending] == ["first document"]
+    emb.fail = 1
+    with pytest.raises(TimeoutError):
+        store.write_pending()
+    assert len(store._pending) == 1
+    assert store.count() == 1 and store._pending == []
+    store.close()
+
+
+def test_store_close_closes_the_client_even_when_the_last_write_fails(tmp_path):
+    from membase.layers.rag_store import DocumentStore
+
+    emb = FlakyEmbedder()
+    store = DocumentStore(emb, collection="c", namespace=["memories", "u"], path=tmp_path / "q",
+                          write_batch_size=10)
+    store.add("stored")
+    assert store.count() == 1
+    store.add("pending")
+    emb.fail = 1
+    with pytest.raises(TimeoutError):
+        store.close()
+    assert store._client is None  # the folder is released: it can be reopened
+    again = DocumentStore(emb, collection="c", namespace=["memories", "u"], path=tmp_path / "q")
+    assert again.count() == 1
+    again.close()
+
+
+def test_saved_config_hides_secrets_and_still_loads(tmp_path):
+    import json
+
+    from membase.layers.base import redact_secrets
+
+    cfg = NaiveRAGConfig(user_id="u1", save_dir=str(tmp_path / "u1"), vector_store="memory",
+                         retriever_name_or_path="fake:16", retriever_dim=16, qdrant_api_key="sk-secret-123")
+    layer = NaiveRAGLayer(cfg)
+    layer.add_message(Message(id="m1", role="user", content="hello there", name="A",
+                              timestamp="2023-05-07T10:00:00"))
+    layer.save_memory()
+    layer.cleanup()
+    text = (tmp_path / "u1" / "config.json").read_text()
+    assert "sk-secret-123" not in text
+    saved = json.loads(text)
+    assert saved["qdrant_api_key"] == "***" and saved["user_id"] == "u1"
+    reloaded = NaiveRAGLayer(cfg.model_copy())
+    assert reloaded.load_memory("u1")  # only the user id is compared
+    with pytest.raises(ValueError, match="belongs to user"):
+        reloaded.load_memory("u2")
+    reloaded.cleanup()
+    nested = {"api_key": "a", "llm": {"apiKey": "b", "auth-token": "c", "max_tokens": 5, "keyword": "k"},
+              "api_keys": ["x", "y"], "client_secret": None, "token_budget": 512, "items": [{"secret": "s"}]}
+    assert redact_secrets(nested) == {
+        "api_key": "***", "llm": {"apiKey": "***", "auth-token": "***", "max_tokens": 5, "keyword": "k"},
+        "api_keys": "***", "client_secret": None, "token_budget": 512, "items": [{"secret": "***"}]}
+
+
+def test_atomic_writes_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    from membase.utils.io import atomic_write_json, current_umask
+
+    previous = os.umask(0o027)
+    try:
+        assert current_umask() == 0o027
+        path = atomic_write_json(tmp_path / "a.json", {"x": 1})
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    path = atomic_write_json(tmp_path / "b.json", [])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~previous
