@@ -49,7 +49,11 @@ def _load_layer_config(path: str) -> tuple[str, dict[str, Any]]:
 def _dataset(args: argparse.Namespace) -> Any:
     from membase.datasets import load_dataset
 
-    dataset = load_dataset(args.dataset_type, args.dataset).select(args.start_idx, args.end_idx)
+    full = load_dataset(args.dataset_type, args.dataset)
+    dataset = full.select(args.start_idx, args.end_idx)
+    if not dataset.trajectories:
+        raise ConfigError(f"the slice --start-idx {args.start_idx} --end-idx {args.end_idx} selects no trajectory "
+                          f"of {args.dataset!r} ({len(full.trajectories)} trajectories)")
     if args.sample_size is not None:
         dataset = dataset.sample(size=args.sample_size, seed=args.seed)
     return dataset
@@ -189,12 +193,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_slice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject a slice that selects nothing or counts from the end (exits 2 with a usage message)."""
+    start, end = args.start_idx, args.end_idx
+    for flag, value in (("--start-idx", start), ("--end-idx", end)):
+        if value is not None and value < 0:
+            parser.error(f"{flag} must be >= 0, got {value}")
+    if start is not None and end is not None and start >= end:
+        parser.error(f"--start-idx ({start}) must be smaller than --end-idx ({end}); the slice would be empty")
+    if args.sample_size is not None and args.sample_size < 1:
+        parser.error(f"--sample-size must be >= 1, got {args.sample_size}")
+
+
 _COMMANDS = {"construct": _construct, "search": _search, "evaluate": _evaluate, "run": _run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_slice(parser, args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -218,8 +236,14 @@ def _brief(summary: dict[str, Any]) -> dict[str, Any]:
         "items_done": summary["items_done"], "failures": len(summary["failures"]), "outputs": summary["outputs"][:3],
     }
     if summary.get("metrics"):
-        brief["metrics"] = {k: {n: round(v, 4) for n, v in m.items()} for k, m in summary["metrics"].items()}
+        brief["metrics"] = {k: {n: _round(v) for n, v in m.items()} for k, m in summary["metrics"].items()}
     return brief
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _round(v) for k, v in value.items()}
+    return round(value, 4) if isinstance(value, float) else value
 
 
 def cli() -> None:

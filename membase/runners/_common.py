@@ -59,18 +59,12 @@ def write_graph(graph: Any, path: Path) -> Path:
 
 @contextmanager
 def tracing_switch(on: bool) -> Iterator[None]:
-    """Turn smartcomment recording on/off for the run and restore the previous state after.
-
-    The switch is process-global in smartcomment, so concurrent runs in one process share it.
-    """
+    """Turn smartcomment recording on/off for this run only (the current context and the worker
+    threads started from it), restoring the previous state after; other runs are not affected."""
     import smartcomment
 
-    previous = smartcomment.is_tracing_enabled()
-    (smartcomment.enable_tracing if on else smartcomment.disable_tracing)()
-    try:
+    with smartcomment.tracing_enabled(on):
         yield
-    finally:
-        (smartcomment.enable_tracing if previous else smartcomment.disable_tracing)()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,8 +99,9 @@ class RunReport:
     failures: list[Failure] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Evaluation only: mean of each metric per question type and `"all"`."""
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Evaluation only, per question type and `"all"`: `n`, `failed`, each metric's mean with failed
+    questions counted as 0, and `mean_over_scored` (means over the scored questions only)."""
     items_done: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -115,6 +110,14 @@ class RunReport:
         failure = Failure(stage=self.stage, user_id=user_id, item_id=item_id, error=describe(exc))
         logger.warning("%s failed for %s / %s: %s", self.stage, user_id, item_id, failure.error)
         logger.debug("".join(traceback.format_exception(exc)))
+        with self._lock:
+            self.failures.append(failure)
+
+    def add_recorded_failure(self, user_id: str, item_id: str, error: str) -> None:
+        """Record one failed item that a layer reported (kept in its `failures`) instead of raising."""
+        text = error.strip().splitlines()[0] if error.strip() else "error"
+        failure = Failure(stage=self.stage, user_id=user_id, item_id=item_id, error=text)
+        logger.warning("%s failed for %s / %s: %s", self.stage, user_id, item_id, failure.error)
         with self._lock:
             self.failures.append(failure)
 

@@ -4,12 +4,15 @@ Per user: `comment_graph(user_id=<trajectory id>, project_id=<layer type>, stric
 `memory_construction` session per conversation session (id = the dataset's session id), then an
 auto-id `memory_construction` session around `flush()`; the graph goes to
 `<traced_data_dir>/<user_id>/graph_construction.json`. A message that raises is recorded and the
-run goes on (unless `fail_fast`). A user whose memory is already saved is skipped (resume) unless
-`rerun`.
+run goes on (unless `fail_fast`); failures a layer records in its `failures` list instead of
+raising are copied into the report too. A user whose memory is already saved (`config.json`, written
+last) is skipped unless `rerun`; any other build starts by wiping the user's folder, since a build
+cannot resume. A user that cannot be built (or cleaned up) is a user failure; the others go on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -21,7 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from membase.exceptions import ModelRequestsBlockedError, ModelUnreachableError
 from membase.layers import build_layer
-from membase.runners._common import RunReport, bounded_map, graph_file, tracing_switch, write_graph
+from membase.layers.base import CONFIG_FILENAME
+from membase.runners._common import (
+    RunReport,
+    bounded_map,
+    graph_file,
+    tracing_switch,
+    write_graph,
+)
 from membase.types import MemoryDataset, Trajectory
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher
@@ -76,40 +86,67 @@ class ConstructionRunner:
 
         report = RunReport(stage="construction")
         total = sum(len(t.messages) for t in dataset.trajectories)
-        with tracing_switch(self.config.tracing), tqdm(
-            total=total, desc="construction", unit="msg", disable=not self.config.show_progress
-        ) as bar:
-            bounded_map(lambda traj: self._run_user(traj, report, bar), dataset.trajectories,
-                        self.config.num_workers)
-        report.save(Path(self.config.save_dir) / "construction_report.json")
+        try:
+            with tracing_switch(self.config.tracing), tqdm(
+                total=total, desc="construction", unit="msg", disable=not self.config.show_progress
+            ) as bar:
+                bounded_map(lambda traj: self._run_user(traj, report, bar), dataset.trajectories,
+                            self.config.num_workers)
+        finally:  # a run stopped by a fatal error still leaves its report
+            report.save(Path(self.config.save_dir) / "construction_report.json")
         return report
 
+    def _user_folder(self, user_id: str) -> Path:
+        """The memory folder of one user; refuses an id that would point outside `save_dir`."""
+        root = Path(self.config.save_dir).resolve()
+        folder = Path(self.user_save_dir(user_id)).resolve()
+        if folder == root or root not in folder.parents:
+            raise ValueError(f"user id {user_id!r} does not name a folder inside {str(root)!r}")
+        return folder
+
+    def _saved_owner(self, user_id: str) -> str | None:
+        """The user id recorded in the user's saved `config.json`, or None when there is no save."""
+        path = self._user_folder(user_id) / CONFIG_FILENAME
+        if not path.is_file():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None  # unreadable: treated as an unfinished build and rebuilt
+        return str(stored.get("user_id")) if isinstance(stored, dict) else None
+
     def _clear_saved_memory(self, user_id: str) -> None:
-        # Only a folder holding a layer save (its config.json) is removed, never an arbitrary one.
-        folder = Path(self.user_save_dir(user_id))
-        if (folder / "config.json").is_file():
-            logger.info("rerun: removing the saved memory of %s in %s", user_id, folder)
+        # Construction cannot resume: whatever a previous (crashed or finished) build left in the
+        # user's folder is removed before building, so memories are never added twice.
+        folder = self._user_folder(user_id)
+        if folder.exists():
+            logger.info("removing the previous memory of %s in %s before building", user_id, folder)
             shutil.rmtree(folder)
 
     def _run_user(self, traj: Trajectory, report: RunReport, bar: Any) -> None:
         cfg = self.config
-        if cfg.rerun:
-            self._clear_saved_memory(traj.id)
-        layer = build_layer(cfg.layer_type, user_id=traj.id, save_dir=self.user_save_dir(traj.id), **cfg.memory_config)
+        layer = None
         try:
-            if not cfg.rerun and layer.load_memory(traj.id):
-                logger.info("memory of %s already built; skipped (use rerun to rebuild)", traj.id)
-                report.users_skipped.append(traj.id)
-                with self._progress_lock:
-                    bar.update(len(traj.messages))
-                return
+            if not cfg.rerun:
+                owner = self._saved_owner(traj.id)
+                if owner is not None:
+                    if owner != traj.id:
+                        raise ValueError(f"memory in {self.user_save_dir(traj.id)!r} belongs to user {owner!r}")
+                    logger.info("memory of %s already built; skipped (use rerun to rebuild)", traj.id)
+                    report.users_skipped.append(traj.id)
+                    with self._progress_lock:
+                        bar.update(len(traj.messages))
+                    return
+            self._clear_saved_memory(traj.id)
+            layer = build_layer(cfg.layer_type, user_id=traj.id, save_dir=self.user_save_dir(traj.id),
+                                **cfg.memory_config)
             graph = self._build(layer, traj, report, bar)
-            layer.save_memory()
             usage = layer.token_usage()
             if usage:
                 atomic_write_json(Path(layer.config.save_dir) / "token_cost.json", usage)
                 with report._lock:
                     report.usage[traj.id] = usage
+            layer.save_memory()  # writes config.json last: the marker of a finished build
             if graph is not None:
                 path = write_graph(graph, graph_file(cfg.traced_data_save_dir, traj.id, "construction"))
                 report.outputs.append(str(path))
@@ -117,10 +154,21 @@ class ConstructionRunner:
         except FATAL_ERRORS:
             raise
         except Exception as exc:  # one user must not sink the others
-            report.add_failure(traj.id, traj.id, exc)
-            report.users_failed[traj.id] = str(exc)
+            self._fail_user(traj.id, report, exc)
         finally:
-            layer.cleanup()
+            if layer is not None:
+                try:
+                    layer.cleanup()
+                except Exception as exc:
+                    self._fail_user(traj.id, report, exc)
+
+    @staticmethod
+    def _fail_user(user_id: str, report: RunReport, exc: BaseException) -> None:
+        report.add_failure(user_id, user_id, exc)
+        with report._lock:
+            if user_id in report.users_done:
+                report.users_done.remove(user_id)
+            report.users_failed.setdefault(user_id, str(exc))
 
     def _build(self, layer: Any, traj: Trajectory, report: RunReport, bar: Any) -> Any:
         from smartcomment import comment_graph, comment_session
@@ -148,24 +196,61 @@ class ConstructionRunner:
                                 bar.update(1)
             with comment_session(comment="It is the finalization stage of memory construction.",
                                  category="memory_construction"):
+                seen = len(_layer_failures(layer))
                 try:
                     layer.flush()
                 except FATAL_ERRORS:
                     raise
                 except Exception as exc:
                     report.add_failure(traj.id, "flush", exc)
+                finally:
+                    self._merge_layer_failures(layer, seen, traj.id, report)
         return graph
 
     def _add(self, layer: Any, message: Any, user_id: str, report: RunReport) -> None:
+        seen = len(_layer_failures(layer))
         try:
             layer.add_message(message.model_copy(deep=True))
-            with report._lock:
-                report.items_done += 1
         except FATAL_ERRORS:
             raise
         except Exception as exc:
+            self._merge_layer_failures(layer, seen, user_id, report)
             if self.config.fail_fast:
                 raise
             report.add_failure(user_id, message.id, exc)
+        else:
+            # A layer that records a failure instead of raising (Mem0, EverMemOS) did not ingest it.
+            if not self._merge_layer_failures(layer, seen, user_id, report):
+                with report._lock:
+                    report.items_done += 1
         if self.config.message_delay > 0:
             time.sleep(self.config.message_delay)
+
+    @staticmethod
+    def _merge_layer_failures(layer: Any, seen: int, user_id: str, report: RunReport) -> int:
+        """Copy the failures the layer recorded after the first `seen` into the report; returns how many."""
+        new = _layer_failures(layer)[seen:]
+        for entry in new:
+            item_id, error = _failure_fields(entry)
+            report.add_recorded_failure(user_id, item_id, error)
+        return len(new)
+
+
+def _layer_failures(layer: Any) -> list[Any]:
+    failures = getattr(layer, "failures", None)
+    return list(failures) if isinstance(failures, list | tuple) else []
+
+
+def _failure_fields(entry: Any) -> tuple[str, str]:
+    """`(item_id, error)` of a layer failure: a dict or an object with `message_id`/`item_id` and `error`."""
+    def field(*names: str) -> Any:
+        for name in names:
+            value = entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
+            if value is not None:
+                return value
+        return None
+
+    item_id = field("message_id", "item_id", "id")
+    error = field("error", "message", "reason")
+    return (str(item_id) if item_id is not None else "<unknown>",
+            str(error) if error is not None else str(entry))

@@ -146,28 +146,32 @@ class EvaluationRunner:
             by_user.setdefault(record["user_id"], []).append(record)
         report = RunReport(stage="evaluation")
         outputs: list[dict[str, Any]] = []
-        with tracing_switch(self.config.tracing), tqdm(
-            total=len(records), desc="evaluation", unit="q", disable=not self.config.show_progress
-        ) as bar:
-            for user_id, user_records in by_user.items():
-                try:
-                    outputs.extend(self._run_user(user_id, user_records, report))
-                    report.users_done.append(user_id)
-                except FATAL_ERRORS:
-                    atomic_write_json(self.output_path, outputs)
-                    raise
-                except Exception as exc:
-                    report.add_failure(user_id, user_id, exc)
-                    report.users_failed[user_id] = str(exc)
-                bar.update(len(user_records))
-                atomic_write_json(self.output_path, outputs)
-        report.outputs.insert(0, str(self.output_path))
-        report.usage = {"qa_model": self.qa_model.usage.as_dict(),
-                        "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
-        report.metrics = summarize_metrics(outputs)
-        for group, means in report.metrics.items():
-            logger.info("evaluation %s: %s", group, ", ".join(f"{n}={v:.3f}" for n, v in means.items()))
-        report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
+        report.outputs.append(str(self.output_path))
+        try:
+            atomic_write_json(self.output_path, outputs)  # an empty results file still gives an output
+            with tracing_switch(self.config.tracing), tqdm(
+                total=len(records), desc="evaluation", unit="q", disable=not self.config.show_progress
+            ) as bar:
+                for user_id, user_records in by_user.items():
+                    try:
+                        outputs.extend(self._run_user(user_id, user_records, report))
+                        report.users_done.append(user_id)
+                    except FATAL_ERRORS:
+                        raise
+                    except Exception as exc:
+                        report.add_failure(user_id, user_id, exc)
+                        report.users_failed[user_id] = str(exc)
+                    finally:
+                        atomic_write_json(self.output_path, outputs)
+                    bar.update(len(user_records))
+        finally:  # a run stopped by a fatal error still leaves its report (partial metrics)
+            report.usage = {"qa_model": self.qa_model.usage.as_dict(),
+                            "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
+            report.metrics = summarize_metrics(outputs, self.config.metrics)
+            for group, entry in report.metrics.items():
+                means = ", ".join(f"{n}={v:.3f}" for n, v in entry.items() if n in METRICS)
+                logger.info("evaluation %s: n=%d failed=%d %s", group, entry["n"], entry["failed"], means)
+            report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
         return report
 
     # -- per user -------------------------------------------------------------------------------
@@ -382,13 +386,31 @@ def _source_of(fn: Callable[..., Any]) -> str:
         return getattr(fn, "__qualname__", repr(fn))
 
 
-def summarize_metrics(outputs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Mean of each metric per question type, plus `"all"`; questions without a value are left out."""
-    values: dict[str, dict[str, list[float]]] = {}
+def summarize_metrics(outputs: list[dict[str, Any]], metrics: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per question type, plus `"all"`: `n` questions, `failed` ones, and the mean of each metric.
+
+    A failed question (an `"error"`, or no value for a metric) counts as 0 in the metric means, so
+    failures cannot raise a score. `mean_over_scored` keeps each metric's mean over only the
+    questions that have a value. `metrics` names the metrics to report (default: every metric
+    that some question has).
+    """
+    names = list(metrics) if metrics is not None else sorted({n for out in outputs for n in out["metrics"]})
+    groups: dict[str, list[dict[str, Any]]] = {}
     for out in outputs:
         qtype = str(out["qa_pair"].get("metadata", {}).get("question_type", "unknown"))
-        for name, result in out["metrics"].items():
-            for group in (qtype, "all"):
-                values.setdefault(group, {}).setdefault(name, []).append(result["value"])
-    return {group: {name: sum(v) / len(v) for name, v in sorted(metrics.items())}
-            for group, metrics in sorted(values.items())}
+        groups.setdefault(qtype, []).append(out)
+        groups.setdefault("all", []).append(out)
+    summary: dict[str, dict[str, Any]] = {}
+    for group, outs in sorted(groups.items()):
+        n = len(outs)
+        failed = sum(1 for o in outs if "error" in o or any(name not in o["metrics"] for name in names))
+        entry: dict[str, Any] = {"n": n, "failed": failed}
+        scored: dict[str, float] = {}
+        for name in sorted(names):
+            values = [o["metrics"][name]["value"] for o in outs if name in o["metrics"]]
+            entry[name] = sum(values) / n
+            if values:
+                scored[name] = sum(values) / len(values)
+        entry["mean_over_scored"] = scored
+        summary[group] = entry
+    return summary

@@ -77,21 +77,26 @@ class SearchRunner:
         report = RunReport(stage="search")
         results: list[dict[str, Any]] = []
         work = [(t, [q for q in qas if self._keep(q)]) for t, qas in dataset]
-        with tracing_switch(self.config.tracing), tqdm(
-            total=sum(len(q) for _, q in work), desc="search", unit="q", disable=not self.config.show_progress
-        ) as bar:
-            for traj, qas in work:
-                try:
-                    results.extend(self._run_user(traj, qas, report, bar))
-                    report.users_done.append(traj.id)
-                except FATAL_ERRORS:
-                    raise
-                except Exception as exc:
-                    report.add_failure(traj.id, traj.id, exc)
-                    report.users_failed[traj.id] = str(exc)
-                atomic_write_json(self.results_path, results)
-        report.outputs.insert(0, str(self.results_path))
-        report.save(Path(self.config.save_dir) / "search_report.json")
+        try:
+            # Written once up front, so a slice with no users still leaves a (empty) results file.
+            atomic_write_json(self.results_path, results)
+            report.outputs.append(str(self.results_path))
+            with tracing_switch(self.config.tracing), tqdm(
+                total=sum(len(q) for _, q in work), desc="search", unit="q", disable=not self.config.show_progress
+            ) as bar:
+                for traj, qas in work:
+                    try:
+                        results.extend(self._run_user(traj, qas, report, bar))
+                        report.users_done.append(traj.id)
+                    except FATAL_ERRORS:
+                        raise
+                    except Exception as exc:
+                        report.add_failure(traj.id, traj.id, exc)
+                        report.users_failed[traj.id] = str(exc)
+                    finally:
+                        atomic_write_json(self.results_path, results)
+        finally:
+            report.save(Path(self.config.save_dir) / "search_report.json")
         return report
 
     def _open_layer(self, traj: Trajectory) -> Any:

@@ -111,3 +111,20 @@ def test_sample_flags_pick_trajectories(lc_config, locomo_path, tmp_path, capsys
     users = [p.name for p in (out / "memory").iterdir() if p.is_dir()]
     assert len(users) == 1 and users[0] in {"locomo-1", "locomo-2", "locomo-3", "locomo-4"}
     assert not (out / "traced_data").exists()
+
+
+@pytest.mark.parametrize("flags", [["--start-idx", "2", "--end-idx", "2"], ["--start-idx", "3", "--end-idx", "1"],
+                                   ["--start-idx", "-1"]])
+def test_an_empty_or_negative_slice_is_a_usage_error(lc_config, locomo_path, tmp_path, capsys, flags):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["search", "--layer-config", str(lc_config), "--dataset", str(locomo_path),
+              "--output-dir", str(tmp_path / "o"), "--quiet", *flags])
+    assert exit_info.value.code == 2
+    assert "--start-idx" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_slice_past_the_dataset_end_is_one_clear_message(lc_config, locomo_path, tmp_path, capsys):
+    assert main(["construct", "--layer-config", str(lc_config), "--dataset", str(locomo_path),
+                 "--start-idx", "50", "--end-idx", "60", "--output-dir", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "selects no trajectory" in _one_line_error(capsys)

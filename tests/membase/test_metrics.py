@@ -53,7 +53,17 @@ def test_metric_summary_per_question_type():
     def out(qtype, judge):
         return {"qa_pair": {"metadata": {"question_type": qtype}}, "metrics": {"llm_judge": {"value": judge}}}
 
-    summary = summarize_metrics([out("temporal", 1.0), out("temporal", 0.0), out("single-hop", 1.0),
+    failed = {"qa_pair": {"metadata": {"question_type": "temporal"}}, "metrics": {}, "error": "QA failed"}
+    summary = summarize_metrics([out("temporal", 1.0), out("temporal", 0.0), out("single-hop", 1.0), failed,
                                  {"qa_pair": {}, "metrics": {}}])
-    assert summary == {"all": {"llm_judge": 2 / 3}, "single-hop": {"llm_judge": 1.0},
-                       "temporal": {"llm_judge": 0.5}}
+    # A failed question counts as 0 in the means; the means over scored questions are kept apart.
+    assert summary == {
+        "all": {"n": 5, "failed": 2, "llm_judge": 2 / 5, "mean_over_scored": {"llm_judge": 2 / 3}},
+        "single-hop": {"n": 1, "failed": 0, "llm_judge": 1.0, "mean_over_scored": {"llm_judge": 1.0}},
+        "temporal": {"n": 3, "failed": 1, "llm_judge": 1 / 3, "mean_over_scored": {"llm_judge": 0.5}},
+        "unknown": {"n": 1, "failed": 1, "llm_judge": 0.0, "mean_over_scored": {}},
+    }
+    # The configured metrics are reported even when no question got a value.
+    only_failed = summarize_metrics([failed], ["f1", "llm_judge"])
+    assert only_failed["all"] == {"n": 1, "failed": 1, "f1": 0.0, "llm_judge": 0.0, "mean_over_scored": {}}
+    assert summarize_metrics([]) == {}
