@@ -174,3 +174,22 @@ def test_evermemos_token_usage_comes_from_the_chat_model(tmp_path):
     assert llm["requests"] == len(layer.chat_model.model.calls) > 0
     assert llm["input_tokens"] > 0 and llm["output_tokens"] > 0
     assert llm["total_tokens"] == llm["input_tokens"] + llm["output_tokens"]
+
+
+def test_evermemos_agentic_retrieval_fatal_error_is_raised(tmp_path):
+    brain = EverMemOSFakeBrain(sufficiency="never")
+    dead = {"on": False}
+
+    def reply(messages, **kwargs):
+        if dead["on"]:
+            raise ModelUnreachableError("chat endpoint unreachable")
+        return brain(messages, **kwargs)
+
+    layer = _evermemos(tmp_path, FunctionChatModel(reply), retrieval_config={"retrieval_mode": "agentic"})
+    for m in _messages():
+        layer.add_message(m)
+    layer.flush()
+    assert layer.retrieve("Where did Caroline move from?", k=2)
+    dead["on"] = True
+    with pytest.raises(ModelUnreachableError):
+        layer.retrieve("Where did Caroline move from?", k=2)
