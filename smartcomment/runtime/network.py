@@ -753,7 +753,14 @@ class ExecNetwork:
 
 
 def _current_umask() -> int:
-    mask = os.umask(0)
+    """The process umask, read without changing it where /proc allows (os.umask has to set it)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
