@@ -6,6 +6,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "FATAL_ERRORS",
+    "MemoryNotFoundError",
     "MemBaseError",
     "ModelRequestError",
     "ModelRequestsBlockedError",
@@ -23,6 +24,10 @@ class ConfigError(MemBaseError, ValueError):
 
 class DatasetError(MemBaseError, ValueError):
     """A dataset file is missing or malformed."""
+
+
+class MemoryNotFoundError(MemBaseError, FileNotFoundError):
+    """A user's saved memory is missing (search before construction); fails that user only."""
 
 
 class ModelRequestError(MemBaseError, RuntimeError):

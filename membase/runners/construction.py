@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from membase.exceptions import ModelRequestsBlockedError, ModelUnreachableError
+from membase.exceptions import FATAL_ERRORS
 from membase.layers import build_layer
 from membase.layers.base import CONFIG_FILENAME
 from membase.runners._common import (
@@ -41,7 +41,6 @@ __all__ = ["ConstructionRunner", "ConstructionRunnerConfig"]
 logger = logging.getLogger(__name__)
 
 # Errors that would fail every remaining message the same way: stop instead of recording each.
-FATAL_ERRORS = (ModelUnreachableError, ModelRequestsBlockedError)
 
 
 class ConstructionRunnerConfig(BaseModel):

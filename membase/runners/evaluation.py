@@ -30,7 +30,7 @@ from membase.evaluation.judge import (
 )
 from membase.evaluation.metrics import bleu_score, token_f1
 from membase.evaluation.prompts import QA_SYSTEM_PROMPT, QA_TEMPLATE
-from membase.exceptions import DatasetError
+from membase.exceptions import FATAL_ERRORS, DatasetError
 from membase.runners._common import (
     RunReport,
     bounded_map,
@@ -40,7 +40,6 @@ from membase.runners._common import (
     tracing_switch,
     write_graph,
 )
-from membase.runners.construction import FATAL_ERRORS
 from membase.types import MemoryEntry, QuestionAnswerPair
 from membase.utils.io import atomic_write_json
 

@@ -16,10 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from membase.exceptions import ConfigError
+from membase.exceptions import FATAL_ERRORS, MemoryNotFoundError
 from membase.layers import build_layer
 from membase.runners._common import RunReport, graph_file, read_graph, tracing_switch, write_graph
-from membase.runners.construction import FATAL_ERRORS
 from membase.types import MemoryDataset, QuestionAnswerPair, Trajectory
 from membase.utils.io import atomic_write_json
 
@@ -105,7 +104,7 @@ class SearchRunner:
         layer = build_layer(cfg.layer_type, user_id=traj.id, save_dir=save_dir, **cfg.memory_config)
         if not layer.load_memory(traj.id):
             layer.cleanup()
-            raise ConfigError(f"no saved memory for user {traj.id!r} in {save_dir!r}; run construction first")
+            raise MemoryNotFoundError(f"no saved memory for user {traj.id!r} in {save_dir!r}; run construction first")
         return layer
 
     def _run_user(self, traj: Trajectory, qas: list[QuestionAnswerPair], report: RunReport, bar: Any) -> list[dict]:
