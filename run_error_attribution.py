@@ -11,8 +11,13 @@ joint accuracy, per-error-type and per-source breakdowns, the confusion matrix, 
 bootstrap 95 % intervals, and per-case failure records. A case whose attribution fails is
 recorded and counted wrong; the run goes on. With ``--cache-dir`` a rerun skips finished cases.
 
-Exit codes: 0 output written; 2 bad arguments or data; 130 interrupted (finished cases stay
-in the cache).
+The output file is also written (atomically) as cases finish, with ``"complete": false``, so
+an interrupted or crashed run keeps every finished case even without ``--cache-dir``. A failed
+case has ``error_attribution_result = {"error_type": "", "op_id": "", "reason": <failure>}`` and
+``attribution_failure`` set.
+
+Exit codes: 0 output written; 2 bad arguments, data, or an unwritable output/cache folder;
+130 interrupted (the finished cases are in the output file, and in the cache if one is set).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import json
+import os
 import random
 import sys
 import warnings
@@ -90,14 +95,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_text_or_file(value: str | None) -> str | None:
+    """The prior text: the file's content when ``value`` names a file, else ``value`` itself.
+
+    Raises:
+        ValueError: When ``value`` looks like a path (ends in ``.txt``/``.md`` or contains a
+            path separator) but no such file can be read.
+    """
     if value is None:
         return None
     path = Path(value)
+    looks_like_path = value.strip().lower().endswith((".txt", ".md")) or any(
+        sep in value for sep in {"/", "\\", os.sep} if sep
+    )
     try:
         if path.is_file():
             return path.read_text(encoding="utf-8")
-    except OSError:
-        pass
+    except OSError as exc:
+        if looks_like_path:
+            raise ValueError(f"--custom-prior file {value!r} cannot be read: {exc}") from exc
+    if looks_like_path and "\n" not in value:
+        raise ValueError(f"--custom-prior {value!r} looks like a path but no such file exists")
     return value
 
 
@@ -124,9 +141,20 @@ def _graph_path(dataset_dir: str, split: str, case: Any) -> str:
 
 
 def build_output(
-    args: argparse.Namespace, cases: Sequence[Any], report: Any, *, secrets: Sequence[str] = ()
+    args: argparse.Namespace,
+    cases: Sequence[Any],
+    report: Any,
+    *,
+    secrets: Sequence[str] = (),
+    complete: bool = True,
+    bootstrap_samples: int | None = None,
 ) -> dict[str, Any]:
-    """The output JSON of spec §6.4, extended (see module docstring)."""
+    """The output JSON of spec §6.4, extended (see module docstring).
+
+    Only the free text MemTrace writes (failures, the prediction's fields) is redacted; the
+    benchmark's own text is copied unchanged. ``complete`` is False for the checkpoints written
+    while the run goes on.
+    """
     from toolkits._base import redact
     from toolkits.metrics import AttributionRecord, attribution_metrics
 
@@ -136,14 +164,20 @@ def build_output(
         annotation = copy.deepcopy(case.metadata.get("annotation") or {})
         record = dict(annotation)
         record["graph_path"] = _graph_path(args.dataset_dir, args.split, case)
-        record["error_attribution_result"] = result.prediction
+        failure = redact(result.failure, secrets) if result.failure is not None else None
+        if result.prediction is not None and failure is None:
+            prediction = {k: redact(str(v), secrets) for k, v in result.prediction.items()}
+        else:
+            # the reference layout always has a dict here; attribution_failure flags the case
+            prediction = {"error_type": "", "op_id": "", "reason": failure or "no prediction"}
+        record["error_attribution_result"] = prediction
         scoring = AttributionRecord.from_result(
-            {**annotation, "error_attribution_result": result.prediction},
+            {**annotation, "error_attribution_result": prediction, "attribution_failure": failure},
             group=str(case.metadata.get("dataset_source") or "unknown"),
         )
         record["is_error_type_correct"] = scoring.type_correct
         record["is_op_id_correct"] = scoring.op_correct
-        record["attribution_failure"] = result.failure
+        record["attribution_failure"] = failure
         record["attribution_attempts"] = result.attempts
         record["attribution_seconds"] = result.elapsed_seconds
         record["attribution_cached"] = result.cached
@@ -151,7 +185,8 @@ def build_output(
         record["starting_evidence_ids"] = result.evidence_ids
         records.append(record)
         scored.append(scoring)
-    metrics = attribution_metrics(scored, bootstrap_samples=args.bootstrap_samples, seed=args.seed)
+    samples = args.bootstrap_samples if bootstrap_samples is None else bootstrap_samples
+    metrics = attribution_metrics(scored, bootstrap_samples=samples, seed=args.seed)
     by_graph = Counter(r["graph_path"] for r in records)
     ordered_metrics: dict[str, Any] = {
         "total_cases": metrics.pop("total_cases"),
@@ -169,7 +204,8 @@ def build_output(
         ],
     }
     ordered_metrics.pop("by_group", None)
-    output = {
+    return {
+        "complete": complete,
         "split": args.split,
         "exploration_strategy": args.exploration_strategy,
         "model": args.model_name,
@@ -177,9 +213,36 @@ def build_output(
         "results": records,
         "metrics": ordered_metrics,
     }
-    # Safety net: no secret may reach the file, whatever a model or an error message echoed.
-    blob = redact(json.dumps(output, ensure_ascii=False), secrets)
-    return json.loads(blob)
+
+
+class _PartialReport:
+    """The finished cases of a run in progress, shaped like :class:`toolkits.runner.RunReport`."""
+
+    def __init__(self, results: list[Any]) -> None:
+        from toolkits.runner import RunCosts
+
+        self.results = results
+        self.costs = RunCosts()
+        for r in results:
+            if r.cached:
+                self.costs.cached_cases += 1
+                continue
+            self.costs.executed_cases += 1
+            self.costs.failed_cases += 0 if r.ok else 1
+            self.costs.total_input_tokens += r.usage["input_tokens"]
+            self.costs.total_output_tokens += r.usage["output_tokens"]
+            self.costs.total_model_calls += r.usage["num_calls"]
+            self.costs.total_seconds += r.elapsed_seconds
+
+
+def _probe_folder(folder: Path) -> None:
+    """Create ``folder`` and write/remove a probe file in it (raises OSError if impossible)."""
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=str(folder))
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -242,7 +305,7 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     from pydantic import ValidationError
 
     from toolkits._base import CredentialError
-    from toolkits._case_cache import atomic_write_json
+    from toolkits._case_cache import CaseCache, atomic_write_json
     from toolkits.bench_utils import BenchmarkDataMissingError, load_memtracebench
     from toolkits.runner import MemTraceRunner
     from toolkits.strategies import available_strategies
@@ -270,7 +333,31 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    try:
+        custom_prior = _read_text_or_file(args.custom_prior)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        _probe_folder(Path(args.output_path).parent)
+    except OSError as exc:
+        print(f"error: cannot write --output-path {args.output_path!r}: {exc}", file=sys.stderr)
+        return 2
+    if args.cache_dir:
+        try:
+            CaseCache(args.cache_dir).check_writable()
+        except OSError as exc:
+            print(f"error: --cache-dir {args.cache_dir!r} is not writable: {exc}", file=sys.stderr)
+            return 2
+
     runner = MemTraceRunner(config, model_factory=model_factory)
+
+    def secrets() -> list[str]:
+        found = list(runner.api_pool.secrets) if runner.api_pool else []
+        if args.embedding_api_key:
+            found.append(args.embedding_api_key)
+        return found
+
     bar = None
     if args.progress:
         from tqdm import tqdm
@@ -278,12 +365,30 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
         bar = tqdm(total=len(cases), desc=f"attributing {args.split}", unit="case", file=sys.stderr)
 
     failures = [0]
+    finished: dict[int, Any] = {}
+    checkpoint_warned = [False]
+
+    def checkpoint() -> None:
+        # every finished case reaches the output file, so Ctrl-C or a crash loses none of them
+        order = sorted(finished)
+        partial = _PartialReport([finished[i] for i in order])
+        output = build_output(
+            args, [cases[i] for i in order], partial, secrets=secrets(), complete=False, bootstrap_samples=0
+        )
+        atomic_write_json(args.output_path, output)
 
     def on_result(result: Any) -> None:
+        finished[result.index] = result
         if bar is not None:
             failures[0] += 0 if result.ok else 1
             bar.update(1)
             bar.set_postfix(failed=failures[0], refresh=False)
+        try:
+            checkpoint()
+        except OSError as exc:
+            if not checkpoint_warned[0]:
+                checkpoint_warned[0] = True
+                warnings.warn(f"could not checkpoint results to {args.output_path}: {exc}", stacklevel=1)
 
     provide = args.provide_starting_nodes
     try:
@@ -295,7 +400,7 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
                 use_source_evidence_nodes=provide and args.starting_nodes_type == "source_evidence",
                 use_pseudo_source_evidence=provide and args.starting_nodes_type == "pseudo_source_evidence",
                 memory_system=args.split if args.use_system_prior else None,
-                custom_prior_knowledge=_read_text_or_file(args.custom_prior),
+                custom_prior_knowledge=custom_prior,
                 on_result=on_result,
             )
         )
@@ -303,16 +408,17 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished cases are kept in the cache; rerun the same command to resume", file=sys.stderr)
+        kept = f"the {len(finished)} finished case(s) are in {args.output_path}"
+        if args.cache_dir:
+            print(f"interrupted: {kept} and the cache; rerun the same command to resume", file=sys.stderr)
+        else:
+            print(f"interrupted: {kept} (pass --cache-dir to let a rerun skip finished cases)", file=sys.stderr)
         return 130
     finally:
         if bar is not None:
             bar.close()
 
-    secrets = list(runner.api_pool.secrets) if runner.api_pool else []
-    if args.embedding_api_key:
-        secrets.append(args.embedding_api_key)
-    output = build_output(args, cases, report, secrets=secrets)
+    output = build_output(args, cases, report, secrets=secrets())
     atomic_write_json(args.output_path, output)
     m = output["metrics"]
     print(

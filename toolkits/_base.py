@@ -185,9 +185,24 @@ def resolve_api_pool(config: AgentBaseConfig, environ: dict[str, str] | None = N
     return ApiPool.from_env(environ)
 
 
+MIN_SECRET_LENGTH = 12
+"""Shorter keys are not redacted: they are placeholders of local servers, and masking them
+would rewrite ordinary words."""
+PLACEHOLDER_KEYS = frozenset({"empty", "sk-local", "ollama", "test", "dummy", "none", "sk-no-key-required"})
+"""Keys that local servers accept as "no key" (compared case-insensitively); never redacted."""
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of each secret (longer than 3 chars, not ``EMPTY``) by ``***``."""
-    for secret in sorted({s for s in secrets if s and len(s) > 3 and s != "EMPTY"}, key=len, reverse=True):
+    """Replace every occurrence of each real secret by ``***``.
+
+    Keys shorter than :data:`MIN_SECRET_LENGTH` and :data:`PLACEHOLDER_KEYS` are skipped. Apply
+    it to free text written by MemTrace (failures, reasons, model outputs), never to benchmark
+    data.
+    """
+    real = {
+        s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH and s.strip().lower() not in PLACEHOLDER_KEYS
+    }
+    for secret in sorted(real, key=len, reverse=True):
         text = text.replace(secret, _MASK)
     return text
 

@@ -72,8 +72,14 @@ class AttributionRecord:
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any], *, group: str = "") -> AttributionRecord:
-        """Build from an output record (annotation keys + ``error_attribution_result``)."""
-        pred = result.get("error_attribution_result") or {}
+        """Build from an output record (annotation keys + ``error_attribution_result``).
+
+        A record with ``attribution_failure`` set (or no prediction dict) is a failed case.
+        """
+        pred = result.get("error_attribution_result")
+        if result.get("attribution_failure") is not None or not isinstance(pred, dict):
+            # a failed case keeps a placeholder dict in the output; it is scored as failed
+            pred = {}
         return cls(
             gold_error_type=str(result["final_error_type"]),
             gold_op_id=str(result["final_op_id"]),

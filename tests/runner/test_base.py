@@ -60,5 +60,11 @@ def test_api_config_file_errors(tmp_path):
 
 
 def test_redact_masks_keys_but_not_placeholders():
-    text = "call failed with key sk-abcdef (EMPTY) and sk-abcdef again"
-    assert redact(text, ["sk-abcdef", "EMPTY", ""]) == "call failed with key *** (EMPTY) and *** again"
+    text = "call failed with key sk-abcdef012345 (EMPTY) and sk-abcdef012345 again"
+    assert redact(text, ["sk-abcdef012345", "EMPTY", ""]) == "call failed with key *** (EMPTY) and *** again"
+
+
+def test_redact_skips_short_keys_and_placeholders():
+    text = "the test of the dummy ollama server: none, EMPTY, sk-local, key1234"
+    secrets = ["test", "dummy", "ollama", "none", "EMPTY", "sk-local", "key1234", "Sk-Local", "TEST"]
+    assert redact(text, secrets) == text

@@ -1,6 +1,8 @@
 """Regression tests of the runner/CLI review fixes (spec-attribution §5–§6, §12)."""
 
 import asyncio
+import json
+from argparse import Namespace
 
 import pytest
 
@@ -8,7 +10,7 @@ from toolkits import runner as runner_module
 from toolkits._base import is_transient_error
 from toolkits._case_cache import CaseCache, cache_key
 from toolkits.evidence_flow import attribute_case_evidence_flow
-from toolkits.runner import MemTraceConfig, MemTraceRunner
+from toolkits.runner import CaseResult, MemTraceConfig, MemTraceRunner, RunCosts
 from toolkits.strategies import register_strategy, unregister_strategy
 
 from .conftest import Case
@@ -197,3 +199,89 @@ def test_cache_identity_covers_compat_retrieval_fallback_and_sources(bench_graph
     ef = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow")).cache_identifier(bench_graph, case, **kw)
     assert ef["prompts"] != base["prompts"]  # the evidence_flow sources are fingerprinted too
     assert runner_module.prompts_fingerprint(("graphtrace.hints",)) != runner_module.prompts_fingerprint(())
+
+
+# -- CLI: 2./3. folders checked up front, checkpoints, 8. failed records, 9. redaction, 11. prior
+
+
+def _cli_args(bench_dir, out, *extra):
+    return [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0", *extra]
+
+
+def test_unwritable_output_or_cache_exits_2_before_any_case(bench_dir, tmp_path, capsys, monkeypatch):
+    import run_error_attribution
+
+    ran = []
+    monkeypatch.setattr(MemTraceRunner, "arun", lambda *a, **k: ran.append(1))
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    assert run_error_attribution.main(_cli_args(bench_dir, blocker / "out.json")) == 2
+    assert "cannot write --output-path" in capsys.readouterr().err
+    args = _cli_args(bench_dir, tmp_path / "o.json", "--cache-dir", str(blocker / "cache"))
+    assert run_error_attribution.main(args) == 2
+    assert "--cache-dir" in capsys.readouterr().err and not ran
+
+
+def test_checkpoints_without_cache_and_interrupt_hint(bench_dir, tmp_path, capsys, monkeypatch):
+    import run_error_attribution
+
+    out = tmp_path / "out" / "ck.json"
+    real_run = asyncio.run
+
+    def run_then_interrupt(coro):  # Ctrl-C right after the last case finished
+        real_run(coro)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    assert run_error_attribution.main(_cli_args(bench_dir, out, "--batch-size", "1")) == 130
+    err = capsys.readouterr().err
+    assert "rerun the same command to resume" not in err and "--cache-dir" in err
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and data["metrics"]["total_cases"] == 4  # every finished case was checkpointed
+
+
+def test_failed_records_have_a_placeholder_and_count_as_failed():
+    from toolkits.metrics import AttributionRecord, attribution_metrics
+
+    record = {"final_error_type": "ExtractionError", "final_op_id": "op-1", "attribution_failure": "boom",
+              "error_attribution_result": {"error_type": "", "op_id": "", "reason": "boom"}}
+    scored = AttributionRecord.from_result(record)
+    assert scored.failed and not scored.type_correct and not scored.op_correct
+    assert attribution_metrics([scored], bootstrap_samples=0)["failed_cases"] == 1
+
+
+def test_redaction_touches_only_our_free_text(bench_dir, tmp_path):
+    import run_error_attribution
+
+    secret = "sk-live-REAL-0123456789"
+    a = bench_dir / "mem0" / "a.json"
+    data = json.loads(a.read_text())
+    data["data"]["annotations"][0]["query"] = f"'Where is test {secret}?'"  # benchmark text
+    a.write_text(json.dumps(data))
+    args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=0, seed=0,
+                     exploration_strategy="evidence_flow", model_name="m")
+    from toolkits.bench_utils import load_memtracebench
+
+    _, cases = load_memtracebench(str(bench_dir), "mem0", filter_non_memory_errors=True)
+    results = [CaseResult(index=i, prediction=None, failure=f"401 bad key {secret} (test)") for i in range(len(cases))]
+    results[1] = CaseResult(index=1, prediction={"error_type": "UpdateError", "op_id": "op", "reason": f"echo {secret}"})
+    report = Namespace(results=results, costs=RunCosts())
+    output = run_error_attribution.build_output(args, cases, report, secrets=[secret, "test", "EMPTY"])
+    query = next(r["query"] for r in output["results"] if "Where is" in r["query"])
+    assert secret in query and "test" in query  # the benchmark's own text is copied unchanged
+    assert output["results"][0]["attribution_failure"] == "401 bad key *** (test)"
+    assert output["results"][1]["error_attribution_result"]["reason"] == "echo ***"
+    assert secret not in json.dumps(output["metrics"])
+
+
+def test_custom_prior_path_that_does_not_exist_exits_2(bench_dir, tmp_path, capsys):
+    import run_error_attribution
+
+    for prior in ("priors/mem0.txt", "notes.md", str(tmp_path / "missing")):
+        code = run_error_attribution.main(_cli_args(bench_dir, tmp_path / "p.json", "--custom-prior", prior))
+        assert code == 2 and "looks like a path" in capsys.readouterr().err
+    assert run_error_attribution._read_text_or_file("Mem0 rewrites facts on update.") == "Mem0 rewrites facts on update."
+    f = tmp_path / "prior.txt"
+    f.write_text("from a file")
+    assert run_error_attribution._read_text_or_file(str(f)) == "from a file"
