@@ -11,7 +11,7 @@ source and one overall: ``recall@<k> (<source>): micro=<.4f> macro=<.4f> (<n> ca
 Unlike the reference, each graph is indexed and embedded once (not once per case), embeddings
 can be cached on disk, and ``--output-path`` writes the numbers as JSON.
 
-Exit codes: 0 done; 2 bad arguments or data.
+Exit codes: 0 done; 2 bad arguments or data, or an unreachable embedding endpoint.
 """
 
 from __future__ import annotations
@@ -38,6 +38,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_retrieval_arguments(p)
     p.add_argument("--output-path", default=None, help="also write the recall table as JSON")
     return p
+
+
+def _service_errors() -> tuple[type[BaseException], ...]:
+    """Errors of the embedding clients: membase's own and the openai SDK's (when installed)."""
+    errors: list[type[BaseException]] = []
+    try:
+        from membase.exceptions import MemBaseError
+
+        errors.append(MemBaseError)
+    except ImportError:  # pragma: no cover - membase ships with memtrace
+        pass
+    try:
+        import openai
+
+        errors.append(openai.OpenAIError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,8 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         scored = evaluate_retrieval(graphs, cases, pool, k=args.k, query_type=args.starting_point_query_type)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ValueError, OSError, *_service_errors()) as exc:
+        # e.g. the embedding endpoint is down or rejects the key: one line, not a traceback
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     finally:
         pool.close()

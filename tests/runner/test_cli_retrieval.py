@@ -40,3 +40,34 @@ def test_reference_algorithm_flag(bench_dir, capsys):
 def test_missing_data_exit_2(tmp_path, capsys):
     assert eval_retrieval_performance.main([str(tmp_path), "rag"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def _unreachable_errors():
+    import httpx
+    import openai
+
+    from membase.exceptions import ModelUnreachableError
+
+    return [
+        ModelUnreachableError("embedding endpoint http://127.0.0.1:9/v1 is unreachable"),
+        ConnectionRefusedError(111, "Connection refused"),
+        openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1/embeddings")),
+    ]
+
+
+@pytest.mark.parametrize("error", _unreachable_errors(), ids=lambda e: type(e).__name__)
+def test_embedding_endpoint_down_exits_2_without_traceback(bench_dir, capsys, monkeypatch, error):
+    import toolkits._embeddings
+
+    class Down:
+        def __getattr__(self, name):
+            if name == "close":
+                return lambda: None
+            raise error
+
+    monkeypatch.setattr(toolkits._embeddings, "make_embedder", lambda *a, **k: Down())
+    code = eval_retrieval_performance.main([str(bench_dir), "mem0", "--retrieval-type", "dense",
+                                            "--embedding-provider", "openai", "--embedding-base-url",
+                                            "http://127.0.0.1:9/v1", "--embedding-api-key", "k"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err
