@@ -22,9 +22,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
+from toolkits.bench_utils import MEMTRACEBENCH_SPLITS
+
 __all__ = ["build_parser", "cli", "main"]
 
-SPLITS = ("rag", "mem0", "evermemos", "long_context")
+SPLITS = MEMTRACEBENCH_SPLITS
 
 
 def build_parser() -> argparse.ArgumentParser:

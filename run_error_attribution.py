@@ -34,9 +34,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolkits.bench_utils import MEMTRACEBENCH_SPLITS
+
 __all__ = ["build_parser", "cli", "main"]
 
-SPLITS = ("rag", "mem0", "evermemos", "long_context")
+SPLITS = MEMTRACEBENCH_SPLITS
 STRATEGIES = ("graph_search", "operation_block_search", "long_context", "evidence_flow")
 
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolkits.bench_utils import ERROR_TYPES  # the one definition of the five memory-error types
+
 __all__ = [
     "ERROR_TYPES",
     "FAILED_LABEL",
@@ -29,13 +31,6 @@ __all__ = [
     "recall_by_group",
 ]
 
-ERROR_TYPES: tuple[str, ...] = (
-    "ExtractionError",
-    "UpdateError",
-    "DeletionError",
-    "RetrievalError",
-    "ResponseError",
-)
 FAILED_LABEL = "FAILED"
 """Confusion-matrix column of cases without a prediction."""
 

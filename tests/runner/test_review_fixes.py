@@ -285,3 +285,17 @@ def test_custom_prior_path_that_does_not_exist_exits_2(bench_dir, tmp_path, caps
     f = tmp_path / "prior.txt"
     f.write_text("from a file")
     assert run_error_attribution._read_text_or_file(str(f)) == "from a file"
+
+
+# -- 12. one definition of the error types and split names ------------------------------------
+
+
+def test_error_types_and_splits_have_one_definition():
+    import eval_retrieval_performance
+    import run_error_attribution
+    from graphtrace import agent_models
+    from toolkits import bench_utils, metrics
+
+    assert metrics.ERROR_TYPES is bench_utils.ERROR_TYPES
+    assert tuple(agent_models.ERROR_TYPES) == bench_utils.ERROR_TYPES
+    assert run_error_attribution.SPLITS is eval_retrieval_performance.SPLITS is bench_utils.MEMTRACEBENCH_SPLITS
