@@ -629,6 +629,7 @@ class MemTraceRunner:
         Raises:
             ValueError: For no cases, a bad ``batch_size``, or a graph list of another length.
             CredentialError: If the strategy needs a model and no credentials resolve.
+            OSError: If ``cache_dir`` is set but cannot be written.
         """
         cases = list(failed_cases)
         if not cases:
@@ -644,6 +645,8 @@ class MemTraceRunner:
         else:
             graph_list = [graphs] * len(cases)
         strategy = get_strategy(self.config.exploration_strategy)
+        if self._cache is not None:
+            self._cache.check_writable()  # fail before any case runs, not after the first answer
         if strategy.needs_model and self._api_pool is None:
             try:
                 self._api_pool = resolve_api_pool(self.config)

@@ -299,3 +299,11 @@ def test_error_types_and_splits_have_one_definition():
     assert metrics.ERROR_TYPES is bench_utils.ERROR_TYPES
     assert tuple(agent_models.ERROR_TYPES) == bench_utils.ERROR_TYPES
     assert run_error_attribution.SPLITS is eval_retrieval_performance.SPLITS is bench_utils.MEMTRACEBENCH_SPLITS
+
+
+def test_runner_refuses_an_unwritable_cache_before_any_case(fake_strategy, bench_graph, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    runner = MemTraceRunner(_cfg(cache_dir=str(blocker / "cache")))
+    with pytest.raises(OSError):
+        _run(runner, [Case(QUERY, golden_answer="g0")], bench_graph, use_pseudo_source_evidence=False)
