@@ -307,3 +307,30 @@ def test_runner_refuses_an_unwritable_cache_before_any_case(fake_strategy, bench
     runner = MemTraceRunner(_cfg(cache_dir=str(blocker / "cache")))
     with pytest.raises(OSError):
         _run(runner, [Case(QUERY, golden_answer="g0")], bench_graph, use_pseudo_source_evidence=False)
+
+
+def test_agent_api_errors_are_retried_by_type_end_to_end(bench_dir, tmp_path):
+    import httpx
+
+    import run_error_attribution
+    from graphtrace.agent_models import ScriptedChatModel, answer
+
+    from .conftest import OP_EXTRACT_5
+    from .test_cli_attribution import REASON
+
+    built = []
+
+    def factory(ctx):
+        built.append(ctx.case_index)
+        if built.count(ctx.case_index) == 1:  # first attempt of every case: the endpoint drops
+            return ScriptedChatModel([httpx.ConnectError("connection reset by peer")])
+        return ScriptedChatModel([answer("ExtractionError", OP_EXTRACT_5, REASON)])
+
+    out = tmp_path / "retry.json"
+    args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "long_context",
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
+            "--max-retries", "1", "--retry-backoff", "0", "--max-iters", "3"]
+    assert run_error_attribution.main(args, model_factory=factory) == 0
+    data = json.loads(out.read_text())
+    assert data["metrics"]["failed_cases"] == 0
+    assert [r["attribution_attempts"] for r in data["results"]] == [2, 2, 2, 2]
