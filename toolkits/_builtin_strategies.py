@@ -45,16 +45,11 @@ async def graph_search(ctx: StrategyContext) -> Any:
     )
 
 
-def _evidence_flow_seed(ctx: StrategyContext, starting_ids: list[str] | None) -> tuple[list[str], str]:
-    """Starting ids extended by the evidence_flow frontier, and the prior text plus its hint.
+def _run_evidence_flow(ctx: StrategyContext) -> dict[str, Any]:
+    """The no-LLM attribution of the case with exactly the evidence the runner provided."""
+    from toolkits.evidence_flow import attribute_case_evidence_flow
 
-    The hint is appended to the prior the agent would have had (the custom one, else the built-in
-    prior of the memory system), so seeding never removes guidance.
-    """
-    from graphtrace.prompts import SYSTEM_PRIOR_INSTRUCTIONS
-    from toolkits.evidence_flow import attribute_case_evidence_flow, evidence_flow_seed
-
-    result = attribute_case_evidence_flow(
+    return attribute_case_evidence_flow(
         ctx.graph,
         ctx.case,
         ctx.evidence_ids,
@@ -62,6 +57,18 @@ def _evidence_flow_seed(ctx: StrategyContext, starting_ids: list[str] | None) ->
         # no starting nodes given (--no-provide-starting-nodes): never read the annotations
         allow_annotated_fallback=ctx.evidence_ids is not None,
     )
+
+
+def _evidence_flow_seed(ctx: StrategyContext, starting_ids: list[str] | None) -> tuple[list[str], str]:
+    """Starting ids extended by the evidence_flow frontier, and the prior text plus its hint.
+
+    The hint is appended to the prior the agent would have had (the custom one, else the built-in
+    prior of the memory system), so seeding never removes guidance.
+    """
+    from graphtrace.prompts import SYSTEM_PRIOR_INSTRUCTIONS
+    from toolkits.evidence_flow import evidence_flow_seed
+
+    result = _run_evidence_flow(ctx)
     seed = evidence_flow_seed(result, max_nodes=max(1, ctx.config.max_trace_nodes // 2))
     ids = list(dict.fromkeys([*(starting_ids or []), *seed["frontier"]]))
     base = ctx.custom_prior_knowledge or SYSTEM_PRIOR_INSTRUCTIONS.get(ctx.memory_system or "", "")
@@ -119,16 +126,7 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     could name the stage but not the operation); anything else is a failure carrying the
     attributor's status and reason.
     """
-    from toolkits.evidence_flow import attribute_case_evidence_flow
-
-    result = attribute_case_evidence_flow(
-        ctx.graph,
-        ctx.case,
-        ctx.evidence_ids,
-        evidence_is_pseudo=bool(ctx.evidence_is_pseudo),
-        # no starting nodes given (--no-provide-starting-nodes): never read the annotations
-        allow_annotated_fallback=ctx.evidence_ids is not None,
-    )
+    result = _run_evidence_flow(ctx)
     error_type = result.get("error_type")
     if error_type in ERROR_TYPES:
         return _Outcome(
