@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from membase.layers.base import MemBaseConfig
+from membase.layers.evermemos.prompts import check_prompt_overrides
 
 __all__ = [
     "BoundaryDetectionConfig",
@@ -121,6 +122,15 @@ class EverMemOSConfig(MemBaseConfig):
     profile_config: ProfileConfig = Field(default_factory=ProfileConfig)
     retrieval_config: OnlineRetrieverConfig = Field(default_factory=OnlineRetrieverConfig)
     extraction_config: MemoryExtractionConfig = Field(default_factory=MemoryExtractionConfig)
+    prompt_overrides: dict[str, str] = Field(default_factory=dict)
+    """Replacement texts of prompt templates, keyed by their graph variable name (e.g.
+    `boundary-detection-prompt-template`; see `prompts.PROMPT_TEMPLATES`); same placeholders."""
+
+    @field_validator("prompt_overrides")
+    @classmethod
+    def _known_prompts(cls, value: dict[str, str]) -> dict[str, str]:
+        check_prompt_overrides(value)
+        return value
 
     def get_llm_models(self) -> list[str]:
         """The chat model every stage calls."""

@@ -13,6 +13,7 @@ from membase.layers.base import MemBaseLayer
 from membase.layers.evermemos.config import EverMemOSConfig
 from membase.layers.evermemos.manager import OnlineMemoryManager
 from membase.layers.evermemos.memcell import new_event_id
+from membase.layers.evermemos.prompts import uses_prompt_overrides
 from membase.layers.evermemos.trace import EverMemOSTracer
 from membase.layers.tracing import query_variable
 from membase.types import MemoryEntry, Message
@@ -118,6 +119,7 @@ class EverMemOSLayer(MemBaseLayer):
         """Tracing failures (logged; the messages themselves were processed)."""
 
     # -- ingestion ---------------------------------------------------------------------------------
+    @uses_prompt_overrides
     def add_message(self, message: Message, **kwargs: Any) -> None:
         """Buffer one message; close and enrich a memcell when the boundary says so.
 
@@ -140,6 +142,7 @@ class EverMemOSLayer(MemBaseLayer):
                 self._record_failure(message.id, record.memcell.failure)
             self._trace(message.id, self.tracer.record_ingest, record, message_rv)
 
+    @uses_prompt_overrides
     def flush(self) -> None:
         """Close whatever is still buffered into a final memcell (kept buffered when that fails)."""
         try:
@@ -173,6 +176,7 @@ class EverMemOSLayer(MemBaseLayer):
         )
 
     # -- retrieval -----------------------------------------------------------------------------------
+    @uses_prompt_overrides
     def retrieve(self, query: str, k: int = 10, **kwargs: Any) -> list[MemoryEntry]:
         """Hybrid or agentic retrieval; entries carry `trace_id = memory-unit-<event_id>`."""
         query_rv = query_variable()

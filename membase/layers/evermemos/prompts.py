@@ -19,7 +19,12 @@ Glossary of placeholders:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from string import Template
+from typing import Any, TypeVar
 
 __all__ = [
     "BOUNDARY_DETECTION_PROMPT",
@@ -30,7 +35,12 @@ __all__ = [
     "MULTI_QUERY_PROMPT",
     "REFINED_QUERY_PROMPT",
     "SUFFICIENCY_CHECK_PROMPT",
+    "PROMPT_TEMPLATES",
     "TASK_TAGS",
+    "OverridableTemplate",
+    "check_prompt_overrides",
+    "prompt_overrides",
+    "uses_prompt_overrides",
 ]
 
 TASK_TAGS = {
@@ -205,3 +215,91 @@ Examples:
 Reply with the query only.
 """
 )
+
+
+# -- overrides (the optimization loop rewrites these templates) -----------------------------------
+
+_OVERRIDES: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "evermemos_prompt_overrides", default=None
+)
+
+
+class OverridableTemplate(Template):
+    """A `string.Template` whose text can be replaced for the current context.
+
+    `name` is the graph variable the template is traced as; `template` (read by `substitute`
+    and by the tracer) is the override active in this context, else the default text.
+    """
+
+    def __init__(self, name: str, default: str) -> None:  # no super().__init__: `template` is a property
+        self.name = name
+        self.default = default
+
+    @property
+    def template(self) -> str:  # type: ignore[override]
+        """The active text of the template."""
+        return (_OVERRIDES.get() or {}).get(self.name, self.default)
+
+
+BOUNDARY_DETECTION_PROMPT = OverridableTemplate("boundary-detection-prompt-template", BOUNDARY_DETECTION_PROMPT.template)
+EPISODE_EXTRACTION_PROMPT = OverridableTemplate("episode-extraction-prompt-template", EPISODE_EXTRACTION_PROMPT.template)
+EVENT_LOG_PROMPT = OverridableTemplate("event-log-prompt-template", EVENT_LOG_PROMPT.template)
+FORESIGHT_PROMPT = OverridableTemplate("foresight-generation-prompt-template", FORESIGHT_PROMPT.template)
+SUFFICIENCY_CHECK_PROMPT = OverridableTemplate("sufficiency-check-prompt-template", SUFFICIENCY_CHECK_PROMPT.template)
+MULTI_QUERY_PROMPT = OverridableTemplate("multi-query-generation-prompt-template", MULTI_QUERY_PROMPT.template)
+REFINED_QUERY_PROMPT = OverridableTemplate("refined-query-prompt-template", REFINED_QUERY_PROMPT.template)
+
+PROMPT_TEMPLATES: dict[str, OverridableTemplate] = {
+    t.name: t
+    for t in (
+        BOUNDARY_DETECTION_PROMPT,
+        EPISODE_EXTRACTION_PROMPT,
+        EVENT_LOG_PROMPT,
+        FORESIGHT_PROMPT,
+        SUFFICIENCY_CHECK_PROMPT,
+        MULTI_QUERY_PROMPT,
+        REFINED_QUERY_PROMPT,
+    )
+}
+"""Overridable templates by graph variable name (the keys of `EverMemOSConfig.prompt_overrides`)."""
+
+
+def check_prompt_overrides(overrides: Mapping[str, str]) -> None:
+    """Raise ValueError unless every key names a template and every text fills the same placeholders."""
+    for name, text in overrides.items():
+        if name not in PROMPT_TEMPLATES:
+            raise ValueError(f"unknown EverMemOS prompt {name!r}; choose from {sorted(PROMPT_TEMPLATES)}")
+        if not isinstance(text, str):
+            raise ValueError(f"EverMemOS prompt {name!r} must be text")
+        new, default = Template(text), Template(PROMPT_TEMPLATES[name].default)
+        if not new.is_valid():
+            raise ValueError(f"EverMemOS prompt {name!r}: a '$' that is not a placeholder must be written '$$'")
+        if set(new.get_identifiers()) != set(default.get_identifiers()):
+            raise ValueError(
+                f"EverMemOS prompt {name!r} must use exactly the placeholders "
+                f"{sorted('$' + i for i in default.get_identifiers())}"
+            )
+
+
+@contextlib.contextmanager
+def prompt_overrides(overrides: Mapping[str, str] | None) -> Iterator[None]:
+    """Use `overrides` (graph variable name -> template text) in this context, then restore."""
+    token = _OVERRIDES.set(dict(overrides or {}))
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def uses_prompt_overrides(method: _F) -> _F:
+    """Run a layer method with the layer config's `prompt_overrides` active."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with prompt_overrides(getattr(self.config, "prompt_overrides", None)):
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
