@@ -1,0 +1,173 @@
+"""Attribution-guided prompt optimization of a memory system on LoCoMo (spec-attribution §7.3).
+
+Each round k (k = 1 … ``--sample-size``) runs the memory system on the k-th sampled LoCoMo
+conversation with the current configuration (construction → search → evaluation, traced),
+attributes every wrongly answered question to its faulty operation, groups the attributions by
+the prompt the operation depends on, and lets the optimizer rewrite those prompts (feedback →
+aggregation → update). The result is the next round's configuration. At the end the initial and
+the final configuration are evaluated on held-out conversations with identical settings.
+
+Example (offline, no key)::
+
+    python run_optimization.py --config-path examples/configs/mem0_offline.json \\
+        --dataset-path ../shared/data/locomo/locomo10.json --sample-size 2 \\
+        --attribution-strategy evidence_flow --optimizer-model 'fake:{...}' \\
+        --qa-model 'fake:I do not know' --judge-model 'fake:{"label": "WRONG"}' --optimization-dir runs/opt
+
+Files: ``<dir>/sampled_dataset.json``, ``<dir>/iteration_<k>/`` (see the README), and
+``<dir>/final_evaluation.json``. A rerun resumes after the last complete round.
+
+Exit codes: 0 done; 2 bad arguments, config, dataset or an unreachable endpoint (one line on
+stderr, before any round starts); 130 interrupted (complete rounds are kept; rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["build_parser", "cli", "main"]
+
+
+def _positive_int(text: str) -> int:
+    from toolkits._cli import positive_int
+
+    return positive_int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: the reference's flags and defaults (spec §7.3) plus ours."""
+    p = argparse.ArgumentParser(
+        prog="run_optimization.py",
+        description="Optimize a memory system's prompts from error attributions, one LoCoMo conversation per round.",
+    )
+    ref = p.add_argument_group("reference flags")
+    ref.add_argument("--config-path", required=True,
+                     help="initial layer config (JSON: a `python -m membase` layer config; no layer_type = Mem0)")
+    ref.add_argument("--dataset-path", required=True, help="raw LoCoMo file (locomo10.json)")
+    ref.add_argument("--optimization-dir", default="auto_optimization", help="output folder (default: %(default)s)")
+    ref.add_argument("--seed", type=int, default=42, help="seed of the conversation sample and feedback shuffles")
+    ref.add_argument("--sample-size", type=_positive_int, default=3,
+                     help="conversations sampled for training = number of rounds (default: %(default)s)")
+    ref.add_argument("--top-k", type=_positive_int, default=10, help="memories retrieved per question")
+    ref.add_argument("--api-config-path", default=None,
+                     help='JSON {"api_keys": [...], "base_urls": [...]} (default: OPENAI_BASE_URL / OPENAI_API_KEY)')
+    ref.add_argument("--qa-model", default="gpt-4.1-mini", help="answering model, or fake:<fixed reply>")
+    ref.add_argument("--judge-model", default="gpt-4.1-mini", help="judge model, or fake:<fixed reply>")
+    ref.add_argument("--attribution-model", default="gpt-4.1", help="model of the attribution agent")
+    ref.add_argument("--disable-memtrace", action="store_true",
+                     help="ablation: no attribution; every failure goes to every target as a ResponseError")
+    ref.add_argument("--optimizer-model", default="gpt-4.1",
+                     help="optimizer model, or fake:<reply> (a JSON object valid for every stage, or plain text)")
+    ref.add_argument("--qa-batch-size", type=_positive_int, default=4)
+    ref.add_argument("--judge-batch-size", type=_positive_int, default=4)
+    ref.add_argument("--attribution-batch-size", type=_positive_int, default=4)
+    ref.add_argument("--optimization-batch-size", type=_positive_int, default=4, help="concurrent optimizer calls")
+    ref.add_argument("--num-gradient-histories", type=_non_negative_int, default=1,
+                     help="past (value, feedback) pairs shown to the optimizer per target")
+    ref.add_argument("--batch-size-for-summarization", type=_positive_int, default=4,
+                     help="feedbacks merged per aggregation call")
+    ref.add_argument("--max-trace-nodes", type=_positive_int, default=16)
+    ref.add_argument("--max-iters", type=_positive_int, default=200, help="attribution agent iterations per case")
+    ref.add_argument("--context-window", type=_positive_int, default=272000)
+    ref.add_argument("--rerun", action="store_true",
+                     help="start over: ignore complete rounds and re-sample the conversations")
+
+    ours = p.add_argument_group("beyond the reference")
+    ours.add_argument("--attribution-strategy", default="graph_search",
+                      help="graph_search (default, the paper), operation_block_search, long_context, or "
+                      "evidence_flow (no attribution LLM)")
+    ours.add_argument("--targets", default=None,
+                      help="comma list of targets to optimize (bundle fields or graph variable names; default: all "
+                      "prompt targets of the layer)")
+    ours.add_argument("--initial-prompts", default=None,
+                      help="JSON file {target field or variable: text} overriding the config's starting prompts")
+    ours.add_argument("--eval-trajectories", default="unsampled",
+                      help="held-out conversations for final_evaluation.json: 'unsampled' (default: every LoCoMo "
+                      "conversation not sampled for training), 'none', or 0-based indexes like 3,4,5")
+    ours.add_argument("--validation-gate", action="store_true",
+                      help="keep a round's update only if it does not lower llm_judge on the validation conversation")
+    ours.add_argument("--validation-trajectories", default=None,
+                      help="0-based conversation indexes of the gate (default: the first unsampled one, which the "
+                      "default evaluation set then leaves out)")
+    ours.add_argument("--max-sessions", type=_positive_int, default=None,
+                      help="cut every conversation to its first N sessions (questions whose evidence lies later are "
+                      "dropped); for cheap runs")
+    ours.add_argument("--max-questions", type=_positive_int, default=None,
+                      help="keep at most N questions per conversation (after --max-sessions)")
+    ours.add_argument("--metrics", default="f1,bleu,llm_judge", help="evaluation metrics (comma list)")
+    ours.add_argument("--temperature", type=float, default=1.0, help="temperature of the attribution and optimizer models")
+    ours.add_argument("--optimizer-max-retries", type=_non_negative_int, default=2,
+                      help="retries of a failing optimizer call (exponential backoff)")
+    ours.add_argument("--retry-backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
+    ours.add_argument("--contract-retries", type=_non_negative_int, default=2,
+                      help="new update attempts after a proposal breaks its prompt contract")
+    ours.add_argument("--call-timeout", type=float, default=600.0, help="seconds allowed per optimizer call")
+    ours.add_argument("--optimizer-max-iters", type=_positive_int, default=3,
+                      help="reasoning steps per optimizer call before the structured answer is forced")
+    ours.add_argument("--max-tokens", type=_positive_int, default=None,
+                      help="output-token cap per attribution/optimizer call")
+    ours.add_argument("--llama-cpp-compat", action="store_true", help="workarounds for a llama.cpp server endpoint")
+    ours.add_argument("--model-timeout", type=float, default=120.0, help="seconds per QA/judge request")
+    ours.add_argument("--cache-dir", default=None, help="replay identical QA/judge calls from this folder")
+    ours.add_argument("--bootstrap-samples", type=_non_negative_int, default=1000,
+                      help="resamples of the before/after difference's 95%% interval (0: none)")
+    ours.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
+    return p
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    attribution_model_factory: Callable[[Any], Any] | None = None,
+    optimizer_model_factory: Callable[[int], Any] | None = None,
+) -> int:
+    """Run the CLI.
+
+    Args:
+        argv: Arguments (default: ``sys.argv[1:]``).
+        attribution_model_factory: Builds each attribution case's chat model (tests pass scripted
+            models); default: an OpenAI-compatible model on the case's credential slot.
+        optimizer_model_factory: ``fn(call_index) -> agentscope chat model`` for the optimizer
+            (tests); default: ``--optimizer-model`` (a fake or an OpenAI-compatible model).
+
+    Returns:
+        The exit code.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from toolkits.optimization.cli import run_from_args
+
+    return run_from_args(
+        parser,
+        args,
+        attribution_model_factory=attribution_model_factory,
+        optimizer_model_factory=optimizer_model_factory,
+    )
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def cli() -> None:
+    """Console-script entry point (warnings print as one line each)."""
+    warnings.showwarning = _print_warning
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

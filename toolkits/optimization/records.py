@@ -1,0 +1,75 @@
+"""Records that travel between the loop's stages and into its JSON files.
+
+An :class:`Attribution` is one failed question's verdict (error type, operation, reason) plus
+the question it explains; it is what ``error_attribution.json`` lists, what
+:func:`toolkits.optimization.grouping.group_attributions` assigns to targets, and what the
+optimizers turn into feedback.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Attribution", "decode_stored_text"]
+
+
+class Attribution(BaseModel):
+    """One attributed failure: the reference's prediction dump plus the case it explains."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    error_type: str
+    """One of the five memory error types (``ResponseError`` ...)."""
+    op_id: str
+    """The attributed operation (empty when the attributor named a stage but no operation)."""
+    reason: str = ""
+    """Why this operation is the earliest decisive fault."""
+    query_full_node_id: str | None = None
+    """The failed question's query node."""
+    query: str | None = None
+    golden_answer: str | None = None
+    prediction: str | None = None
+    source: str = "attribution"
+    """Who produced it: the strategy name, or ``disabled`` for the ``--disable-memtrace`` ablation."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def coerce(cls, value: Any) -> Attribution:
+        """Accept an :class:`Attribution`, a pydantic prediction, or a dict with the same keys."""
+        if isinstance(value, Attribution):
+            return value
+        if hasattr(value, "model_dump"):
+            value = value.model_dump()
+        if isinstance(value, Mapping):
+            return cls.model_validate(dict(value))
+        return cls(
+            error_type=str(getattr(value, "error_type", "")),
+            op_id=str(getattr(value, "op_id", "")),
+            reason=str(getattr(value, "reason", "")),
+        )
+
+
+def decode_stored_text(raw: Any) -> Any:
+    """The Python value of a traced variable stored with smartcomment's default ``repr`` encoding.
+
+    Prompt variables are recorded as ``repr(text)``; this returns ``text``. Anything that is not a
+    Python literal is returned unchanged.
+    """
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0]:
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return raw
+    if text and text[0] in "0123456789-[{(" or text in ("True", "False", "None"):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return raw
+    return raw
