@@ -11,6 +11,7 @@ from typing import Any
 
 from membase.layers.base import MemBaseConfig, MemBaseLayer
 from membase.layers.buffer import MessageBufferMixin
+from membase.layers.parameters import ParameterTracer
 from membase.layers.tracing import query_variable, trace_message, tracing_active
 from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
@@ -55,6 +56,7 @@ class LongContextLayer(MessageBufferMixin, MemBaseLayer):
             deferred=False,
             separator=config.message_separator,
         )
+        self._parameters = ParameterTracer(self.layer_type)
 
     def add_message(self, message: Message, **kwargs: Any) -> None:
         """Append one message to the buffer (traced as a mutation of `memory-unit`)."""
@@ -65,9 +67,10 @@ class LongContextLayer(MessageBufferMixin, MemBaseLayer):
         from smartcomment import comment_mutation
 
         message_rv = trace_message(message, text)
+        context_window = self._parameters.handles({"context_window": self.config.context_window})
         with comment_mutation(
             target=self,
-            inputs=[message_rv],
+            inputs=[message_rv, *context_window],
             id_strategy=lambda _layer: MEMORY_UNIT,
             encoding_fn=lambda layer: layer.buffer_text,
             category="memory_entry",

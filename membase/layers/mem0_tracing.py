@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from membase.layers.parameters import ParameterTracer
 from membase.layers.tracing import json_encode, memory_unit_identity, memory_unit_options, tracing_active
 from membase.utils.patching import PatchSpec, make_attr_patch
 
@@ -101,6 +102,7 @@ class Mem0Tracer:
         self.llm_model = llm_model
         self.embedding_model = embedding_model
         self._pending_context: contextvars.Context | None = None
+        self._parameters = ParameterTracer("Mem0")
 
     # -- public -----------------------------------------------------------------------------
     def patch_specs(self) -> list[PatchSpec]:
@@ -136,10 +138,11 @@ class Mem0Tracer:
                 metadata={"embedding_model": self.embedding_model, "top_k": top_k},
             ),
         ):
+            limit = self._parameters.handles({"top_k": top_k})
             for hit in results:
                 unit = _unit_value(hit["id"], hit.get("memory", ""), hit.get("metadata"))
                 comment_op(
-                    inputs=[query_rv],
+                    inputs=[query_rv, *limit],
                     outputs=[(unit, memory_unit_options(identity_only=True))],
                     comment=f"Memory '{hit['id']}' is retrieved (score {hit.get('score')}).",
                     reuse_op=True,

@@ -16,6 +16,7 @@ from membase.clients.embeddings import Embedder, build_embedder
 from membase.layers.base import MemBaseConfig, MemBaseLayer
 from membase.layers.buffer import MessageBufferMixin
 from membase.layers.long_context import format_message
+from membase.layers.parameters import ParameterTracer
 from membase.layers.rag_store import DocumentStore, StoredDocument, collection_name_for
 from membase.layers.tracing import (
     json_encode,
@@ -96,6 +97,7 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
         )
         self._embedder = embedder
         self._store: DocumentStore | None = None
+        self._parameters = ParameterTracer(self.layer_type)
 
     # -- components ---------------------------------------------------------------------------
     @property
@@ -140,6 +142,12 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
             },
         )
 
+    def _buffer_parameters(self) -> list[Any]:
+        cfg = self.config
+        return self._parameters.handles(
+            {"max_tokens": cfg.max_tokens, "num_overlap_msgs": cfg.num_overlap_msgs, "deferred": cfg.deferred}
+        )
+
     def add_message(self, message: Message, **kwargs: Any) -> None:
         """Buffer one message; store the document it completes, if any."""
         text = format_message(message)
@@ -151,11 +159,12 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
         from smartcomment import comment_link, comment_mutation, comment_op, comment_variable
 
         message_rv = trace_message(message, text)
+        parameters = self._buffer_parameters()
         before_rv = comment_variable(self, to_runtime=True, **_buffer_options())
         with self._buffer_update_scope():
             with comment_mutation(
                 target=self,
-                inputs=[message_rv],
+                inputs=[message_rv, *parameters],
                 mutation_comment="The new message enters the message buffer.",
                 mutation_category="update",
                 reuse_op=True,
@@ -191,10 +200,12 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
             return
         from smartcomment import comment_link, comment_mutation, comment_op, comment_variable
 
+        parameters = self._buffer_parameters()
         before_rv = comment_variable(self, to_runtime=True, **_buffer_options())
         with self._buffer_update_scope():
             with comment_mutation(
                 target=self,
+                inputs=parameters,
                 mutation_comment="The remaining buffer is emptied at the end of construction.",
                 mutation_category="update",
                 reuse_op=True,
@@ -242,6 +253,7 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
         if query_rv is not None:
             from smartcomment import comment_op, comment_op_scope
 
+            top_k = self._parameters.handles({"top_k": k})
             with comment_op_scope(
                 op_name="memory_system.retrieve",
                 category="retrieval",
@@ -250,7 +262,7 @@ class NaiveRAGLayer(MessageBufferMixin, MemBaseLayer):
             ):
                 for hit in hits:
                     comment_op(
-                        inputs=[query_rv],
+                        inputs=[query_rv, *top_k],
                         outputs=[(self._unit_value(hit), memory_unit_options())],
                         comment=f"Document {hit.key} is retrieved (score {hit.score:.4f}).",
                         reuse_op=True,

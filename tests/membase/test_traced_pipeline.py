@@ -161,7 +161,30 @@ def test_naive_rag_ops_and_edges(rag_run):
     assert _op_signature(graph, "memory_system.add") == {
         ("update", ("temporary_variable", "temporary_variable"), (None, "memory_entry"))}
     assert _op_signature(graph, "memory_system.retrieve") == {
-        ("operation", ("query", "message & query"), (None, "memory_entry"))}
+        ("operation", ("query", "message & query"), (None, "memory_entry")),
+        ("operation", ("parameter", "parameter"), (None, "memory_entry"))}
+
+
+def test_naive_rag_parameters_are_inputs_of_the_ops_that_use_them(rag_run):
+    graph = rag_run["graph"]
+    params = {n.name: n for n in graph.search_variables(class_name="parameter")}
+    assert set(params) == {"max_tokens", "num_overlap_msgs", "deferred", "top_k"}
+    assert all(n.version == 1 and n.category == "parameter" for n in params.values())  # one node per value
+    assert params["top_k"].raw_value == "3"
+    assert params["top_k"].metadata == {"tunable": True, "kind": "int", "scope": "search", "layer_type": "NaiveRAG",
+                                        "low": 1, "high": 50, "log": False}
+    assert params["deferred"].metadata["choices"] == [False, True]
+    for op in _ops(graph, "memory_system.retrieve"):
+        sub = graph.filter_by_operation(op.op_id)
+        assert {n.name for n in sub.nodes if n.class_name == "parameter"} == {"top_k"}
+        units = [e.target_full_node_id for e in sub.edges if e.source_full_node_id.startswith("query:")]
+        top_k_targets = [e.target_full_node_id for e in sub.edges if e.source_full_node_id == "parameter:top_k@1"]
+        assert sorted(top_k_targets) == sorted(units)  # one edge per retrieved unit
+    for op in _ops(graph, "memory_system.message_buffer_update"):
+        names = {n.name for n in graph.filter_by_operation(op.op_id).nodes if n.class_name == "parameter"}
+        assert names == {"max_tokens", "num_overlap_msgs", "deferred"}
+    for op in _ops(graph, "memory_system.add"):
+        assert not [n for n in graph.filter_by_operation(op.op_id).nodes if n.class_name == "parameter"]
 
 
 def test_naive_rag_buffer_versions_and_flush(rag_run, dataset):
@@ -195,7 +218,8 @@ def test_long_context_memory_unit_versions(lc_run, dataset):
     assert update_op.metadata == {"context_window": 128000, "message_separator": "\n",
                                   "llm_model_for_tokenizer": "gpt-4.1-mini"}
     edges = graph.filter_by_operation(update_op.op_id).edges
-    assert sorted(e.source_full_node_id for e in edges) == ["U1:D1:1@1", "memory-unit@1"]
+    assert sorted(e.source_full_node_id for e in edges) == ["U1:D1:1@1", "memory-unit@1", "parameter:context_window@1"]
+    assert graph.get_variable("parameter:context_window@1").raw_value == "128000"
     assert {e.target_full_node_id for e in edges} == {"memory-unit@2"} and {e.category for e in edges} == {"update"}
     retrieval = {(e.category, e.target_full_node_id) for e in _edges_of(graph, "memory_system.retrieve")}
     assert retrieval == {("retrieval", versions[-1].full_node_id)}

@@ -229,7 +229,12 @@ def test_hybrid_mode_links_lists_to_units(tmp_path):
         for e in _edges(graph, op)
         if e.target_full_node_id.startswith(entries[0].metadata["trace_id"])
     }
-    assert into_unit == {"sparse_retrieval_results", "dense_retrieval_results"}
+    assert into_unit == {"sparse_retrieval_results", "dense_retrieval_results", "parameter"}
+    params = {n.name for n in graph.filter_by_operation(op.op_id).nodes if n.class_name == "parameter"}
+    assert params == {"retrieval_config.retrieval_mode", "retrieval_config.rrf_k", "retrieval_config.bm25_top_n",
+                      "retrieval_config.emb_top_n", "top_k"}
+    sparse_inputs = {e.source_full_node_id for e in _edges(graph, op) if "sparse_retrieval_results" in e.target_full_node_id}
+    assert sparse_inputs == {"query:locomo-qa-1-1@1", "parameter:retrieval_config.bm25_top_n@1"}
 
 
 def test_failed_extraction_is_recorded_and_the_run_continues(tmp_path):

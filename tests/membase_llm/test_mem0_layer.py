@@ -206,7 +206,9 @@ def test_search_results_carry_resolvable_trace_ids(traced_run):
         assert json.loads(node.raw_value)["memory"] == entry.content
         assert entry.formatted_content.startswith(f"Memory: {entry.content}\nTime: ")
     sources = {e.source_full_node_id for e in _edges_of(graph, search_ops[0])}
-    assert sources == {"query:locomo-qa-1-1@1"}
+    assert sources == {"query:locomo-qa-1-1@1", "parameter:top_k@1"}  # the search limit is an input too
+    limit = graph.get_variable("parameter:top_k@1")
+    assert limit.category == "parameter" and limit.metadata["layer_type"] == "Mem0"
 
 
 def test_custom_prompts_come_from_the_config(tmp_path):

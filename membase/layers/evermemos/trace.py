@@ -52,6 +52,7 @@ from membase.layers.evermemos.retrieval import (
     parse_multi_query_reply,
     parse_sufficiency_reply,
 )
+from membase.layers.parameters import ParameterTracer
 from membase.layers.tracing import json_encode, tracing_active
 
 __all__ = ["EverMemOSTracer", "unit_identity"]
@@ -155,6 +156,7 @@ class EverMemOSTracer:
         self.embedding_model = embedding_model
         self.foresight = foresight
         self.event_log = event_log
+        self._parameters = ParameterTracer("EverMemOS")
 
     # -- construction ----------------------------------------------------------------------------
     def _buffer_rv(self, buffer: list[dict[str, Any]]) -> Any:
@@ -492,6 +494,13 @@ class EverMemOSTracer:
     def _units(self, ranked: list[tuple[dict[str, Any], float]]) -> list[Any]:
         return [(retrieval_projection(doc), _unit_opts(identity_only=True)) for doc, _ in ranked]
 
+    def _params(self, config: Any, *fields: str, top_k: int | None = None) -> list[Any]:
+        """Handles of the retrieval parameters `fields` (of `config`) and, if given, `top_k`."""
+        values: dict[str, Any] = {f"retrieval_config.{f}": getattr(config, f) for f in fields}
+        if top_k is not None:
+            values["top_k"] = top_k
+        return self._parameters.handles(values)
+
     def _hybrid_lists(self, run: HybridRun, query_rv: Any, config: Any) -> tuple[Any, Any]:
         from smartcomment import comment_op
 
@@ -499,14 +508,14 @@ class EverMemOSTracer:
         dense_rv = _node(_ranked_value(run.dense), "dense_retrieval_results", encoding_fn=json_encode)
         meta = {"bm25_top_n": config.bm25_top_n, "emb_top_n": config.emb_top_n}
         comment_op(
-            inputs=[query_rv],
+            inputs=[query_rv, *self._params(config, "bm25_top_n")],
             outputs=[sparse_rv],
             reuse_op=True,
             metadata=meta,
             comment="BM25 search over the memory units.",
         )
         comment_op(
-            inputs=[query_rv],
+            inputs=[query_rv, *self._params(config, "emb_top_n")],
             outputs=[dense_rv],
             reuse_op=True,
             metadata=meta,
@@ -543,9 +552,10 @@ class EverMemOSTracer:
                 },
             ):
                 sparse_rv, dense_rv = self._hybrid_lists(run, query_rv, config)
+                fusion = self._params(config, "retrieval_mode", "rrf_k", top_k=k)
                 for unit in self._units(run.fused):
                     comment_op(
-                        inputs=[sparse_rv, dense_rv],
+                        inputs=[sparse_rv, dense_rv, *fusion],
                         outputs=[unit],
                         reuse_op=True,
                         metadata={"rrf_k": config.rrf_k},
@@ -563,8 +573,11 @@ class EverMemOSTracer:
         with comment_op_scope(
             op_name=name, category="retrieval", metadata=meta, comment=f"{mode} retrieval."
         ):
+            params = self._params(config, "retrieval_mode", top_k=k)
             for unit in self._units(run.fused):
-                comment_op(inputs=[query_rv], outputs=[unit], reuse_op=True, comment="The unit is retrieved.")
+                comment_op(
+                    inputs=[query_rv, *params], outputs=[unit], reuse_op=True, comment="The unit is retrieved."
+                )
 
     def _record_agentic(self, run: AgenticRun, query_rv: Any, k: int, config: Any) -> None:
         from smartcomment import comment_link, comment_op, comment_op_scope
@@ -586,7 +599,7 @@ class EverMemOSTracer:
                 _ranked_value(run.round1.fused), "hybrid_retrieval_results", encoding_fn=json_encode
             )
             comment_op(
-                inputs=[sparse_rv, dense_rv],
+                inputs=[sparse_rv, dense_rv, *self._params(config, "retrieval_mode", "rrf_k")],
                 outputs=[hybrid_rv],
                 reuse_op=True,
                 comment="RRF fuses the two lists.",
@@ -648,9 +661,10 @@ class EverMemOSTracer:
                 else {"source_code": _source(parse_sufficiency_reply)},
             )
             if run.sufficient:
+                top_k = self._params(config, top_k=k)
                 for unit in self._units(run.final):
                     comment_op(
-                        inputs=[result_rv, r1_rv],
+                        inputs=[result_rv, r1_rv, *top_k],
                         outputs=[unit],
                         reuse_op=True,
                         comment="Sufficient: the unit is returned from round 1.",
@@ -726,7 +740,10 @@ class EverMemOSTracer:
                 s_rv, d_rv = self._hybrid_lists(branch, q_rv, config)
                 h_rv = _node(_ranked_value(branch.fused), "hybrid_retrieval_results", encoding_fn=json_encode)
                 comment_op(
-                    inputs=[s_rv, d_rv], outputs=[h_rv], reuse_op=True, comment="RRF fuses the two lists."
+                    inputs=[s_rv, d_rv, *self._params(config, "rrf_k")],
+                    outputs=[h_rv],
+                    reuse_op=True,
+                    comment="RRF fuses the two lists.",
                 )
                 comment_link(
                     source=h_rv, target=round2_rv, category="retrieval", comment="Branches are fused."
@@ -758,7 +775,8 @@ class EverMemOSTracer:
                     category="retrieval",
                     comment="The reranker orders the merged pool.",
                 )
+            top_k = self._params(config, top_k=k)
             for unit in self._units(run.final):
                 comment_op(
-                    inputs=[final_source], outputs=[unit], reuse_op=True, comment="The unit is returned."
+                    inputs=[final_source, *top_k], outputs=[unit], reuse_op=True, comment="The unit is returned."
                 )
