@@ -42,6 +42,8 @@ class Assignment:
     """True when the operation consumes that variable (rank 1)."""
     reason: str = ""
     """Why it is unoptimizable (empty when assigned)."""
+    candidates: tuple[str, ...] = ()
+    """Fields of every target variable in the op subgraph, best first (``field`` is the first)."""
 
 
 @dataclass(kw_only=True)
@@ -81,7 +83,7 @@ class AttributionGroups:
             "missing_targets": list(self.missing_targets),
             "assignments": [
                 {"index": a.index, "field": a.field, "variable_id": a.variable_id, "consumed": a.consumed,
-                 "reason": a.reason}
+                 "reason": a.reason, "candidates": list(a.candidates)}
                 for a in self.assignments
             ],
         }
@@ -164,14 +166,17 @@ def _assign(
     consumed = {e.source_full_node_id for e in sub.edges} - produced
     candidates = []
     for node in sub.nodes:
-        if node.name not in by_variable or node.name not in present:
+        # full_name: a class-named variable (parameter:top_k) is matched with its class prefix
+        if node.full_name not in by_variable or node.full_name not in present:
             continue
-        rank, target = by_variable[node.name]
+        rank, target = by_variable[node.full_name]
         is_consumed = node.full_node_id in consumed
-        candidates.append((0 if is_consumed else 1, rank, node.name, -int(node.version), node.full_node_id,
+        candidates.append((0 if is_consumed else 1, rank, node.full_name, -int(node.version), node.full_node_id,
                            target, is_consumed))
     if not candidates:
         return Assignment(index=index, field=None, variable_id=None,
                           reason=f"no optimization target variable in the subgraph of operation {op_id!r}")
-    best = min(candidates, key=lambda c: c[:5])
-    return Assignment(index=index, field=best[5].field, variable_id=best[4], consumed=best[6])
+    candidates.sort(key=lambda c: c[:5])
+    best = candidates[0]
+    ranked = tuple(dict.fromkeys(c[5].field for c in candidates))
+    return Assignment(index=index, field=best[5].field, variable_id=best[4], consumed=best[6], candidates=ranked)
