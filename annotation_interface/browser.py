@@ -1,0 +1,248 @@
+"""Drive the running app in headless Chromium through the DevTools protocol (no playwright).
+
+``chromium --headless --screenshot`` captures Streamlit before it renders (the page is built
+over a websocket after load), so the page is driven instead: launch Chromium with a remote
+debugging port on 127.0.0.1, talk to its page target over a websocket (the ``websockets``
+package), wait for DOM conditions, click, and capture screenshots. Used by the real-browser
+test and by :mod:`annotation_interface.screenshots`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BrowserError", "Chromium", "Page", "StreamlitServer", "find_chromium", "free_port"]
+
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--hide-scrollbars",
+)
+_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class BrowserError(RuntimeError):
+    """Chromium or the app did not start, or the page did not reach the expected state."""
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium/Chrome executable (``$CHROMIUM`` first), or None."""
+    env = os.environ.get("CHROMIUM")
+    if env and Path(env).is_file():
+        return env
+    return next((p for p in map(shutil.which, _CANDIDATES) if p), None)
+
+
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get_json(url: str, timeout: float = 2.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
+        return json.loads(resp.read().decode("utf-8"))
+
+
+class StreamlitServer:
+    """``streamlit run app.py -- ARGS`` on 127.0.0.1 and a free port, headless, no usage stats."""
+
+    def __init__(self, app_args: Sequence[str], *, app_path: str | os.PathLike[str] | None = None,
+                 port: int | None = None, env: dict[str, str] | None = None, log_path: str | None = None) -> None:
+        from .cli import APP_PATH
+
+        self.app_path = Path(app_path or APP_PATH)
+        self.app_args = list(app_args)
+        self.port = port or free_port()
+        self.env = env
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    @property
+    def url(self) -> str:
+        """The app's URL."""
+        return f"http://127.0.0.1:{self.port}/"
+
+    def __enter__(self) -> StreamlitServer:
+        cmd = [sys.executable, "-m", "streamlit", "run", str(self.app_path), "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(self.port),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--", *self.app_args]
+        self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrowserError(f"streamlit exited with status {self.proc.returncode} before serving")
+            try:
+                with urllib.request.urlopen(f"{self.url}_stcore/health", timeout=1) as resp:  # noqa: S310
+                    if resp.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__(None, None, None)
+        raise BrowserError(f"streamlit did not answer on {self.url} within 60 s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self._log not in (None, subprocess.DEVNULL):
+            self._log.close()
+
+
+class Chromium:
+    """A headless Chromium with a DevTools endpoint on 127.0.0.1 (fresh profile, no network extras)."""
+
+    def __init__(self, executable: str | None = None, *, width: int = 1400, height: int = 1000) -> None:
+        exe = executable or find_chromium()
+        if exe is None:
+            raise BrowserError("no Chromium found: install it (`bash scripts/install_chromium.sh`) or set $CHROMIUM")
+        self.executable = exe
+        self.width, self.height = width, height
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._profile: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> Chromium:
+        self._profile = tempfile.TemporaryDirectory(prefix="memtrace-chromium-")
+        cmd = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile.name}",
+               f"--window-size={self.width},{self.height}", f"--remote-debugging-port={self.port}",
+               "--remote-debugging-address=127.0.0.1", "about:blank"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrowserError(f"chromium exited with status {self.proc.returncode} at start")
+            try:
+                _get_json(f"http://127.0.0.1:{self.port}/json/version")
+                return self
+            except OSError:
+                time.sleep(0.2)
+        self.__exit__(None, None, None)
+        raise BrowserError("chromium did not open its DevTools port within 30 s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self._profile is not None:
+            self._profile.cleanup()
+
+    def page_ws_url(self) -> str:
+        """The websocket URL of the first page target."""
+        targets = _get_json(f"http://127.0.0.1:{self.port}/json")
+        for t in targets:
+            if t.get("type") == "page":
+                return str(t["webSocketDebuggerUrl"])
+        raise BrowserError("chromium has no page target")
+
+
+class Page:
+    """One DevTools session on a page target (use inside ``async with``)."""
+
+    def __init__(self, ws_url: str) -> None:
+        self.ws_url = ws_url
+        self._ws: Any = None
+        self._ids = itertools.count(1)
+
+    async def __aenter__(self) -> Page:
+        import websockets
+
+        self._ws = await websockets.connect(self.ws_url, max_size=64_000_000)
+        await self.call("Page.enable")
+        await self.call("Runtime.enable")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._ws.close()
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """Send one command and return its result (events in between are dropped)."""
+        mid = next(self._ids)
+        await self._ws.send(json.dumps({"id": mid, "method": method, "params": params}))
+        while True:
+            msg = json.loads(await self._ws.recv())
+            if msg.get("id") == mid:
+                if "error" in msg:
+                    raise BrowserError(f"{method}: {msg['error'].get('message')}")
+                return msg.get("result") or {}
+
+    async def evaluate(self, expression: str) -> Any:
+        """The JSON value of a JavaScript expression (promises are awaited)."""
+        res = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in res:
+            raise BrowserError(f"javascript error: {res['exceptionDetails'].get('text')}")
+        return res.get("result", {}).get("value")
+
+    async def navigate(self, url: str) -> None:
+        """Open a URL."""
+        await self.call("Page.navigate", url=url)
+
+    async def wait_for(self, expression: str, *, timeout: float = 30.0, interval: float = 0.25) -> Any:
+        """Poll a JavaScript expression until it is truthy; return its value.
+
+        Raises:
+            BrowserError: still falsy after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        value: Any = None
+        while time.monotonic() < deadline:
+            value = await self.evaluate(expression)
+            if value:
+                return value
+            await asyncio.sleep(interval)
+        raise BrowserError(f"timed out after {timeout:.0f} s waiting for: {expression[:160]}")
+
+    async def wait_idle(self, *, timeout: float = 30.0, settle: float = 0.6) -> None:
+        """Wait until Streamlit finished its rerun (no running indicator for ``settle`` seconds)."""
+        running = "!!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        deadline = time.monotonic() + timeout
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            if await self.evaluate(running):
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= settle:
+                return
+            await asyncio.sleep(0.15)
+        raise BrowserError("the app kept running for longer than the timeout")
+
+    async def click_text(self, selector: str, text: str) -> bool:
+        """Click the first element matching ``selector`` whose text contains ``text``."""
+        js = (f"(() => {{ const el = [...document.querySelectorAll({json.dumps(selector)})]"
+              f".find(e => e.innerText && e.innerText.includes({json.dumps(text)}));"
+              " if (!el) return false; el.scrollIntoView({block: 'center'}); el.click(); return true; })()")
+        return bool(await self.evaluate(js))
+
+    async def screenshot(self, path: str | os.PathLike[str]) -> Path:
+        """Capture the viewport as a PNG file."""
+        res = await self.call("Page.captureScreenshot", format="png")
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(base64.b64decode(res["data"]))
+        return out

@@ -1,0 +1,115 @@
+"""Command line of the viewer: the app's own flags and the ``python -m annotation_interface`` launcher.
+
+The app is a Streamlit script, started as::
+
+    streamlit run annotation_interface/app.py -- --data <graph file or folder> [--output-path …]
+        [--api-config …] [--judge-model …] [--index-dir …]
+
+Streamlit hands everything after ``--`` to the script, which parses it with :func:`parse_app_args`
+(errors are shown in the page, not as a traceback). ``python -m annotation_interface …`` takes the
+same flags (plus ``--port``/``--address``), checks them, and starts Streamlit headless on
+127.0.0.1 with usage statistics off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["APP_PATH", "AppArgsError", "build_parser", "main", "parse_app_args"]
+
+APP_PATH = Path(__file__).resolve().with_name("app.py")
+
+_DESCRIPTION = """\
+MemTrace annotation interface: browse execution graphs (smartcomment / MemTraceBench format),
+follow each message through the operations that processed it, inspect wrongly answered
+questions with the three candidate subgraphs (construction, retrieval, response), run the
+automatic attribution (evidence_flow offline, an LLM strategy with credentials) and save manual
+error attributions to a JSON array."""
+
+_EPILOG = """\
+--data accepts a single graph file, a MemTraceBench folder (<split>/*.json), or a `python -m
+membase` output folder (traced_data/<user>/graph_evaluation.json is preferred over the
+search/construction stages). Example:
+  streamlit run annotation_interface/app.py -- --data examples/faultbench --output-path runs/annotations.json"""
+
+
+class AppArgsError(ValueError):
+    """Bad command-line flags (the message is the argparse error)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise AppArgsError(message)
+
+
+def build_parser(prog: str = "streamlit run annotation_interface/app.py --") -> argparse.ArgumentParser:
+    """The app's flags."""
+    p = _Parser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG, add_help=False,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("--data", required=True, metavar="PATH", help="a graph JSON file or a folder of them")
+    p.add_argument("--output-path", default="error_annotation.json", metavar="FILE",
+                   help="JSON array that manual attributions are appended to (default: %(default)s)")
+    p.add_argument("--api-config", metavar="FILE",
+                   help='credentials for the LLM strategy: {"api_keys": [...], "base_urls": [...]} '
+                        "(else OPENAI_BASE_URL / OPENAI_API_KEY; without any, only evidence_flow runs)")
+    p.add_argument("--judge-model", default="gpt-4.1-mini", metavar="NAME",
+                   help="chat model of the LLM attribution (default: %(default)s)")
+    p.add_argument("--llm-strategy", default="graph_search",
+                   choices=("graph_search", "operation_block_search", "long_context"),
+                   help="LLM attribution strategy (default: %(default)s)")
+    p.add_argument("--index-dir", metavar="DIR",
+                   help="folder of the cached dataset index (default: $MEMTRACE_CACHE_DIR/annotation_interface, "
+                        "else $XDG_CACHE_HOME or ~/.cache /memtrace/annotation_interface)")
+    return p
+
+
+def help_text() -> str:
+    """The ``--help`` text."""
+    return build_parser().format_help()
+
+
+def parse_app_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the app's flags.
+
+    Raises:
+        AppArgsError: unknown or missing flags (``--help`` alone is not an error: ``help`` is set).
+    """
+    args = list(argv)
+    if "-h" in args or "--help" in args:
+        return argparse.Namespace(help=True)
+    return build_parser().parse_args(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m annotation_interface``: check the flags, then run the app with Streamlit."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    launcher = argparse.ArgumentParser(add_help=False)
+    launcher.add_argument("--port", type=int, default=8501)
+    launcher.add_argument("--address", default="127.0.0.1")
+    known, app_args = launcher.parse_known_args(args)
+    prog = "python -m annotation_interface"
+    try:
+        parsed = parse_app_args(app_args)
+    except AppArgsError as exc:
+        print(f"{prog}: error: {exc} (see --help)", file=sys.stderr)
+        return 2
+    if parsed.help:
+        print(build_parser(prog).format_help().rstrip())
+        print("  --port N              Streamlit server port (launcher only; default 8501)")
+        print("  --address HOST        Streamlit server address (launcher only; default 127.0.0.1)")
+        return 0
+    if not Path(parsed.data).exists():
+        print(f"{prog}: error: --data {parsed.data}: no such file or folder", file=sys.stderr)
+        return 2
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.headless", "true",
+           "--server.address", known.address, "--server.port", str(known.port),
+           "--browser.gatherUsageStats", "false", "--", *app_args]
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,155 @@
+"""Read graph files: one-line errors for broken files, one parse per file, one import per graph.
+
+A graph is opened as a :class:`ParsedGraph`: the smartcomment ``ExecNetwork`` (queries, op
+subgraphs, XML) plus the viewer's :class:`~annotation_interface.parser.GraphIndex`. The raw
+JSON of the file most recently read for the dataset index is kept in a one-slot hand-off, so
+opening the graph that was just indexed does not parse its file a second time.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .parser import GraphIndex, NotAGraphError, build_graph_index, is_graph_export
+
+__all__ = ["FileStamp", "GraphFileError", "ParsedGraph", "file_stamp", "load_graph", "read_graph_json"]
+
+
+class GraphFileError(ValueError):
+    """A graph file that cannot be read, is not JSON, or does not import; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStamp:
+    """Identity of a file's content for caches: absolute path, mtime (ns) and size."""
+
+    path: str
+    mtime_ns: int
+    size: int
+
+
+def file_stamp(path: str | os.PathLike[str]) -> FileStamp:
+    """The stamp of a file (raises OSError when it cannot be stat'ed)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    return FileStamp(str(p), st.st_mtime_ns, st.st_size)
+
+
+@contextmanager
+def _gc_paused():
+    # Parsing a big export allocates millions of containers; the cyclic GC would rescan them
+    # again and again for nothing (none of them forms a cycle).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_graph_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file.
+
+    Raises:
+        GraphFileError: unreadable, not UTF-8, or invalid JSON (line and column named).
+    """
+    p = Path(path)
+    try:
+        blob = p.read_bytes()
+    except OSError as exc:
+        raise GraphFileError(f"{p.name}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        with _gc_paused():
+            return json.loads(blob)
+    except UnicodeDecodeError as exc:
+        raise GraphFileError(f"{p.name}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(
+            f"{p.name}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); the file may be truncated"
+        ) from None
+
+
+_handoff_lock = threading.Lock()
+_handoff: tuple[FileStamp, Any] | None = None
+
+
+def remember_raw(stamp: FileStamp, raw: Any) -> None:
+    """Keep the raw JSON of one file for the next :func:`load_graph` of the same content."""
+    global _handoff
+    with _handoff_lock:
+        _handoff = (stamp, raw)
+
+
+def _take_raw(stamp: FileStamp) -> Any | None:
+    global _handoff
+    with _handoff_lock:
+        if _handoff is not None and _handoff[0] == stamp:
+            raw = _handoff[1]
+            _handoff = None
+            return raw
+    return None
+
+
+def forget_raw() -> None:
+    """Drop the hand-off slot (frees the memory of the last indexed file)."""
+    global _handoff
+    with _handoff_lock:
+        _handoff = None
+
+
+@dataclass(kw_only=True)
+class ParsedGraph:
+    """An opened graph."""
+
+    stamp: FileStamp
+    network: Any
+    """The ``smartcomment.ExecNetwork``."""
+    index: GraphIndex
+    load_seconds: float
+
+    @property
+    def path(self) -> Path:
+        """Absolute path of the file."""
+        return Path(self.stamp.path)
+
+
+def load_graph(path: str | os.PathLike[str]) -> ParsedGraph:
+    """Parse, index and import one graph file.
+
+    Raises:
+        GraphFileError: the file is unreadable, not JSON, not a graph export, or does not
+            import (the message names the file and the offending record).
+    """
+    from smartcomment import ExecNetwork, GraphFormatError
+
+    started = time.perf_counter()
+    p = Path(path)
+    try:
+        stamp = file_stamp(p)
+    except OSError as exc:
+        raise GraphFileError(f"{p.name}: cannot be read ({exc.strerror or exc})") from None
+    raw = _take_raw(stamp)
+    if raw is None:
+        raw = read_graph_json(p)
+    if not is_graph_export(raw):
+        raise GraphFileError(f"{p.name}: not a smartcomment graph export (no data.nodes list)")
+    try:
+        with _gc_paused():
+            network = ExecNetwork.import_graph(raw)
+            index = build_graph_index(raw)
+    except NotAGraphError as exc:
+        raise GraphFileError(f"{p.name}: {exc}") from None
+    except GraphFormatError as exc:
+        raise GraphFileError(f"{p.name}: {' '.join(str(exc).split())}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise GraphFileError(f"{p.name}: the graph could not be imported ({type(exc).__name__}: {exc})") from None
+    return ParsedGraph(stamp=stamp, network=network, index=index, load_seconds=time.perf_counter() - started)
