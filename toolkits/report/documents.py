@@ -1,0 +1,466 @@
+"""The report files: JSON (``{"report": …}`` plus the statistics), Markdown and a self-contained HTML page.
+
+Both human-readable documents are rendered from one list of :class:`Section` objects (prose,
+tables and chart references), so the Markdown and the HTML page always say the same thing. The
+Markdown shows each chart's PNG when one was written and links to the chart's place in the HTML
+page; the HTML page inlines plotly.js once and works offline.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from membase.utils.io import atomic_write_json, atomic_write_text
+
+from .charts import Chart, plotly_js
+from .funnel import FUNNEL_STAGES
+
+__all__ = [
+    "HTML_NAME",
+    "JSON_NAME",
+    "MARKDOWN_NAME",
+    "ReportContent",
+    "Section",
+    "Table",
+    "build_sections",
+    "render_html",
+    "render_markdown",
+    "write_documents",
+]
+
+JSON_NAME = "error_analysis_report.json"
+MARKDOWN_NAME = "error_analysis_report.md"
+HTML_NAME = "error_analysis_report.html"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table:
+    """A plain table (cells are already formatted strings)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass(kw_only=True)
+class Section:
+    """One section of the human-readable report."""
+
+    title: str
+    slug: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)
+    """Slugs of the charts shown in this section."""
+    report_text: str | None = None
+    """The LLM report (rendered as prose paragraphs)."""
+
+
+@dataclass(kw_only=True)
+class ReportContent:
+    """Everything the documents show."""
+
+    title: str
+    statistics: dict[str, Any]
+    inputs: dict[str, Any]
+    llm: dict[str, Any] | None
+    """None with ``--no-llm``; else model, overview source, batches, costs, failure, versions."""
+    report: str | None
+    unrenderable: list[dict[str, Any]]
+    notices: list[str]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def _error_type_table(groups: dict[str, Any], label: str) -> Table:
+    types: list[str] = []
+    for g in groups.values():
+        types += [t for t in g["counts"] if t not in types]
+    rows = []
+    for name, g in groups.items():
+        rows.append(
+            [name, str(g["records"]), str(g["failed"])]
+            + [f"{g['counts'].get(t, 0)} ({_pct(g['shares'].get(t, 0.0))})" if g["attributed"] else "0" for t in types]
+        )
+    return Table(header=[label, "records", "failed attributions", *types], rows=rows)
+
+
+def _blamed_table(rows: list[dict[str, Any]], key: str, label: str) -> Table:
+    return Table(
+        header=[label, "cases", "share", "error types", "memory systems"],
+        rows=[
+            [
+                f"`{r[key]}`" if key == "op_name" else r[key],
+                str(r["count"]),
+                _pct(r["share"]),
+                ", ".join(f"{t} {n}" for t, n in r["error_types"].items()),
+                ", ".join(f"{s} {n}" for s, n in r["memory_systems"].items()),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _funnel_table(funnel: dict[str, Any]) -> Table:
+    systems = funnel["by_memory_system"]
+    header = ["stage", "lost here", "still carried after"]
+    if len(systems) > 1:
+        header += [f"{s}: lost / carried" for s in systems]
+    rows = []
+    overall = funnel["overall"]
+    for stage in FUNNEL_STAGES:
+        row = [stage, str(overall["lost_at"][stage]), str(overall["carried_after"][stage])]
+        if len(systems) > 1:
+            row += [f"{f['lost_at'][stage]} / {f['carried_after'][stage]}" for f in systems.values()]
+        rows.append(row)
+    return Table(header=header, rows=rows)
+
+
+def _gold_tables(gold: dict[str, Any]) -> list[Table]:
+    per_type = Table(
+        header=["gold error type", "cases", "failed", "error-type accuracy", "operation accuracy", "both"],
+        rows=[
+            [t, str(m["cases"]), str(m["failed"]), _pct(m["error_type_accuracy"]), _pct(m["op_accuracy"]),
+             _pct(m["joint_accuracy"])]
+            for t, m in gold["by_gold_error_type"].items()
+        ],
+        caption="Accuracy per gold error type",
+    )
+    matrix = gold["confusion_matrix"]
+    rows_used = [g for g in matrix if sum(matrix[g].values())]
+    columns = list(next(iter(matrix.values()))) if matrix else []
+    columns = [c for c in columns if any(matrix[g][c] for g in rows_used)]
+    confusion = Table(
+        header=["gold \\ predicted", *columns],
+        rows=[[g, *(str(matrix[g][c]) for c in columns)] for g in rows_used],
+        caption="Confusion matrix (rows: gold, columns: predicted; FAILED = no attribution)",
+    )
+    return [per_type, confusion]
+
+
+def _cost_table(costs: dict[str, Any]) -> Table:
+    def cells(name: str, block: dict[str, Any], cases: int) -> list[str]:
+        out = [name, str(cases)]
+        for key, digits in (("input_tokens", 0), ("output_tokens", 0), ("seconds", 1)):
+            spread = block.get(key)
+            out.append("–" if not spread else " / ".join(_num(spread[k], digits) for k in ("mean", "median", "max")))
+        return out
+
+    rows = [cells("all", costs, costs["executed_cases"])]
+    rows += [cells(s, b, b["cases"]) for s, b in costs["by_memory_system"].items()]
+    return Table(
+        header=["memory system", "executed cases", "input tokens (mean / median / max)",
+                "output tokens (mean / median / max)", "seconds (mean / median / max)"],
+        rows=rows,
+        caption=f"{costs['cached_cases']} cached case(s) excluded",
+    )
+
+
+def build_sections(content: ReportContent) -> list[Section]:
+    """The sections of the Markdown and HTML report."""
+    stats = content.statistics
+    sections: list[Section] = []
+
+    analysis = Section(title="Analysis", slug="analysis")
+    llm = content.llm
+    if llm is None:
+        analysis.paragraphs.append(
+            "Statistics only (run without --no-llm for the written analysis of the failure patterns)."
+        )
+    else:
+        if llm.get("failure"):
+            done = llm["batches_done"]
+            analysis.paragraphs.append(
+                f"The written analysis stopped: {llm['failure']}. "
+                + (f"Shown is the version after batch {done} of {llm['batches_total']}; rerun the same command to resume."
+                   if done else "No batch finished; rerun the same command to retry.")
+            )
+        costs = llm.get("costs") or {}
+        analysis.paragraphs.append(
+            f"Written by `{llm['model']}` from {llm['cases_sent']} case(s) in {llm['batches_total']} batch(es) "
+            f"(overview: {llm['overview']}; {costs.get('input_tokens', 0):,} input and "
+            f"{costs.get('output_tokens', 0):,} output tokens, {costs.get('minutes', 0.0):.1f} min)."
+        )
+        analysis.report_text = content.report
+    sections.append(analysis)
+
+    error_types = stats["error_types"]
+    overall = error_types["overall"]
+    sections.append(
+        Section(
+            title="Error types",
+            slug="error-types",
+            paragraphs=[
+                f"{stats['records']} failed question(s): {stats['attributed']} attributed, "
+                f"{stats['failed']} whose attribution failed. "
+                + ", ".join(f"{t} {n} ({_pct(overall['shares'][t])})" for t, n in overall["counts"].items())
+                + "."
+            ],
+            tables=[
+                _error_type_table(error_types["by_memory_system"], "memory system"),
+                _error_type_table(error_types["by_dataset_source"], "dataset source"),
+            ],
+            charts=["error_types_by_memory_system", "error_types_by_dataset_source"],
+        )
+    )
+
+    funnel = stats["loss_funnel"]["overall"]
+    basis = funnel["basis"]
+    funnel_text = (
+        f"Of {funnel['cases']} attributed case(s), the stage where the critical information was lost comes from "
+        f"the evidence_flow trail for {basis['trail']} and from the error type for {basis['error_type']}"
+        + (f"; {basis['unknown']} case(s) have neither" if basis["unknown"] else "")
+        + "."
+    )
+    if funnel["trail_disagrees_with_error_type"]:
+        funnel_text += (
+            f" For {funnel['trail_disagrees_with_error_type']} case(s) the trail places the loss at another stage "
+            "than the attributed error type implies."
+        )
+    sections.append(
+        Section(title="Where the information was lost", slug="loss-funnel", paragraphs=[funnel_text],
+                tables=[_funnel_table(stats["loss_funnel"])], charts=["loss_funnel"])
+    )
+
+    blamed = stats["blamed_operations"]
+    blamed_text = f"{blamed['distinct_op_names']} distinct operation name(s) are blamed."
+    if blamed["unresolved"]:
+        blamed_text += (
+            f" {blamed['unresolved']} attribution(s) name an operation that cannot be resolved in its graph "
+            "(listed as `(unresolved)`)."
+        )
+    sections.append(
+        Section(
+            title="Most-blamed operations",
+            slug="blamed-operations",
+            paragraphs=[blamed_text],
+            tables=[_blamed_table(blamed["by_name"], "op_name", "operation"),
+                    _blamed_table(blamed["by_category"], "category", "operation category")],
+            charts=["blamed_operations", "blamed_categories"],
+        )
+    )
+
+    gold = stats.get("gold")
+    if gold:
+        sections.append(
+            Section(
+                title="Attribution accuracy (gold labels)",
+                slug="accuracy",
+                paragraphs=[
+                    f"{gold['cases']} labelled case(s): error type {_pct(gold['error_type_accuracy'])}, "
+                    f"operation {_pct(gold['op_accuracy'])}, both {_pct(gold['joint_accuracy'])}; failed attributions "
+                    "count as wrong."
+                    + (f" {gold['unlabelled_records']} record(s) carry no gold label." if gold["unlabelled_records"] else "")
+                ],
+                tables=_gold_tables(gold),
+                charts=["accuracy_by_error_type", "confusion_matrix"],
+            )
+        )
+
+    sections.append(
+        Section(title="Cost per case", slug="cost", tables=[_cost_table(stats["costs"])], charts=["cost_per_case"])
+    )
+
+    failed = stats["failed_attributions"]
+    if failed:
+        sections.append(
+            Section(
+                title="Failed attributions (not sent to the model)",
+                slug="failed-attributions",
+                tables=[Table(header=["record", "query", "memory system", "why"],
+                              rows=[[str(f["index"]), f["query_id"], f["memory_system"], str(f["failure"])]
+                                    for f in failed])],
+            )
+        )
+    if content.unrenderable:
+        sections.append(
+            Section(
+                title="Unrenderable cases (not sent to the model)",
+                slug="unrenderable",
+                tables=[Table(header=["record", "query", "why"],
+                              rows=[[str(u["index"]), u["query_id"], u["reason"]] for u in content.unrenderable])],
+            )
+        )
+    if content.notices:
+        sections.append(Section(title="Notices", slug="notices", paragraphs=list(content.notices)))
+    return sections
+
+
+# ------------------------------------------------------------------------------------ Markdown
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _md_table(table: Table) -> str:
+    lines = []
+    if table.caption:
+        lines += [f"*{table.caption}*", ""]
+    lines.append("| " + " | ".join(_md_cell(h) for h in table.header) + " |")
+    lines.append("|" + "---|" * len(table.header))
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def render_markdown(content: ReportContent, sections: Sequence[Section], charts: Sequence[Chart],
+                    pngs: dict[str, str], *, html_name: str = HTML_NAME) -> str:
+    """The Markdown report; chart PNGs are linked by paths relative to the save folder."""
+    by_slug = {c.slug: c for c in charts}
+    inputs = content.inputs
+    out = [f"# {content.title}", ""]
+    out.append(
+        f"Input: {', '.join(f'`{f}`' for f in inputs['files'])} — {inputs['records']} record(s)"
+        + (f", attribution strategy {', '.join(inputs['exploration_strategies'])}" if inputs["exploration_strategies"] else "")
+        + "."
+    )
+    if charts:
+        out.append(f"Interactive charts: [{html_name}]({html_name}) (self-contained, works offline).")
+    out.append("")
+    for section in sections:
+        out += [f"## {section.title}", ""]
+        for paragraph in section.paragraphs:
+            out += [paragraph, ""]
+        if section.report_text:
+            out += [section.report_text.strip(), ""]
+        for table in section.tables:
+            if table.rows:
+                out += [_md_table(table), ""]
+        for slug in section.charts:
+            chart = by_slug.get(slug)
+            if chart is None:
+                continue
+            if slug in pngs:
+                out += [f"![{chart.title}]({pngs[slug]})", ""]
+            out += [f"[{chart.title} (interactive)]({html_name}#{slug}) — {chart.caption}", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ------------------------------------------------------------------------------------ HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.5}
+h1{font-size:1.6rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.8rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.3rem .6rem;text-align:left;vertical-align:top}
+th{background:#f5f5f5}caption{caption-side:top;text-align:left;font-style:italic;padding:.2rem 0}
+.report{background:#fafafa;border-left:4px solid #4C78A8;padding:.4rem 1rem}.caption{color:#555;font-size:.9rem}
+code{background:#f2f2f2;padding:0 .2rem}
+"""
+
+
+def _html_inline(text: str) -> str:
+    escaped = html.escape(text)
+    parts = escaped.split("`")
+    # odd segments were inside backticks
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)) if len(parts) % 2 else escaped
+
+
+def _html_prose(text: str) -> str:
+    blocks = [b.strip() for b in text.strip().split("\n\n") if b.strip()]
+    out = []
+    for block in blocks:
+        lines = block.splitlines()
+        if lines[0].startswith("#"):
+            out.append(f"<h3>{_html_inline(lines[0].lstrip('#').strip())}</h3>")
+            lines = lines[1:]
+            if not lines:
+                continue
+        if all(line.lstrip().startswith(("- ", "* ")) for line in lines):
+            items = "".join(f"<li>{_html_inline(line.lstrip()[2:])}</li>" for line in lines)
+            out.append(f"<ul>{items}</ul>")
+        else:
+            out.append(f"<p>{_html_inline(' '.join(lines))}</p>")
+    return "\n".join(out)
+
+
+def _html_table(table: Table) -> str:
+    caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    body = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(content: ReportContent, sections: Sequence[Section], charts: Sequence[Chart]) -> str:
+    """One self-contained page: plotly.js inlined once (no CDN), every chart and table."""
+    by_slug = {c.slug: c for c in charts}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(content.title)}</title>",
+        f"<style>{_CSS}</style>",
+    ]
+    if charts:
+        parts.append(f'<script type="text/javascript">{plotly_js()}</script>')
+    parts += ["</head><body>", f"<h1>{html.escape(content.title)}</h1>"]
+    inputs = content.inputs
+    parts.append(
+        f"<p>Input: {html.escape(', '.join(inputs['files']))} — {inputs['records']} record(s).</p>"
+    )
+    toc = "".join(f'<li><a href="#{s.slug}">{html.escape(s.title)}</a></li>' for s in sections)
+    parts.append(f"<ul>{toc}</ul>")
+    for section in sections:
+        parts.append(f'<h2 id="{section.slug}">{html.escape(section.title)}</h2>')
+        parts += [f"<p>{_html_inline(p)}</p>" for p in section.paragraphs]
+        if section.report_text:
+            parts.append(f'<div class="report">{_html_prose(section.report_text)}</div>')
+        for slug in section.charts:
+            chart = by_slug.get(slug)
+            if chart is None:
+                continue
+            import plotly.io as pio
+
+            parts.append(
+                pio.to_html(chart.figure, full_html=False, include_plotlyjs=False, div_id=slug,
+                            config={"displaylogo": False, "responsive": True})
+            )
+            parts.append(f'<p class="caption">{html.escape(chart.caption)}</p>')
+        parts += [_html_table(t) for t in section.tables if t.rows]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------------------------ files
+
+
+def report_json(content: ReportContent, *, complete: bool, files: dict[str, Any]) -> dict[str, Any]:
+    """The JSON output: the reference's ``report`` key first, then what this project adds."""
+    return {
+        "report": content.report,
+        "complete": complete,
+        "llm": content.llm,
+        "inputs": content.inputs,
+        "statistics": content.statistics,
+        "unrenderable_cases": content.unrenderable,
+        "files": files,
+        "notices": content.notices,
+    }
+
+
+def write_documents(folder: str | Path, content: ReportContent, charts: Sequence[Chart], pngs: dict[str, str],
+                    *, complete: bool) -> dict[str, str]:
+    """Write the JSON, Markdown and HTML files into ``folder`` (atomically); returns their paths."""
+    target = Path(folder)
+    sections = build_sections(content)
+    rel_pngs = {slug: Path(p).relative_to(target).as_posix() if Path(p).is_relative_to(target) else p
+                for slug, p in pngs.items()}
+    paths = {
+        "json": str(target / JSON_NAME),
+        "markdown": str(target / MARKDOWN_NAME),
+        "html": str(target / HTML_NAME),
+    }
+    atomic_write_text(paths["html"], render_html(content, sections, charts))
+    atomic_write_text(paths["markdown"], render_markdown(content, sections, charts, rel_pngs))
+    files = {"markdown": MARKDOWN_NAME, "html": HTML_NAME, "png": rel_pngs}
+    atomic_write_json(paths["json"], report_json(content, complete=complete, files=files))
+    return paths
+

@@ -1,0 +1,238 @@
+"""Reading attribution outputs for the report: validation, and one :class:`ReportRecord` per case.
+
+The report accepts what ``run_error_attribution.py`` writes — the whole output object
+(``split``, ``results``, ``metrics`` …) — or only its ``results`` list, and several such files at
+once (their records are concatenated, each keeping the memory system of its file). Anything else
+is refused with one line that names the file and says what was expected.
+
+A record whose attribution failed (``attribution_failure`` set, or no usable
+``error_attribution_result``) is kept for the statistics and the list of failures but is never sent
+to the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "AttributionInput",
+    "ReportInputError",
+    "ReportRecord",
+    "golden_answer_text",
+    "load_attribution_inputs",
+    "records_from_json",
+]
+
+
+class ReportInputError(ValueError):
+    """The input file is missing, unreadable, or not an attribution output."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportRecord:
+    """One case of the input, as the report needs it."""
+
+    index: int
+    """0-based position over all input records (all files, in order)."""
+    raw: Mapping[str, Any] = field(repr=False)
+    """The record as read (annotation keys, ``error_attribution_result``, costs …)."""
+    source_file: str
+    """The input file the record came from."""
+    split: str | None
+    """The memory system named by the input file (its ``split``), if any."""
+    query_id: str
+    query: str
+    golden_answer: str
+    prediction: str
+    source_evidence_ids: tuple[str, ...]
+    graph_path: str | None
+    error_type: str | None
+    """Predicted error type; None when the attribution failed."""
+    op_id: str | None
+    """Attributed operation id ('' when a type was found but no operation)."""
+    reason: str
+    failure: str | None
+    """Why the attribution failed (None for an attributed case)."""
+
+    @property
+    def attributed(self) -> bool:
+        """True when the record carries a usable attribution."""
+        return self.failure is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionInput:
+    """Everything read from the input files."""
+
+    records: tuple[ReportRecord, ...]
+    files: tuple[str, ...]
+    splits: tuple[str, ...]
+    """The distinct ``split`` values named by whole-output files, in first-seen order."""
+    strategies: tuple[str, ...]
+    """The distinct ``exploration_strategy`` values, in first-seen order."""
+    incomplete_files: tuple[str, ...]
+    """Files whose output says ``"complete": false`` (an attribution run still going or stopped)."""
+
+
+def golden_answer_text(golden_answers: Any) -> str:
+    """The golden answer as one line: a list is joined with ``", "``, a string is kept whole.
+
+    The reference joined a string character by character (spec §12.14).
+    """
+    if isinstance(golden_answers, list | tuple):
+        return ", ".join(str(a) for a in golden_answers)
+    return "" if golden_answers is None else str(golden_answers)
+
+
+def _describe(data: Any) -> str:
+    if isinstance(data, dict):
+        keys = ", ".join(sorted(map(str, data))[:8]) or "no keys"
+        return f"an object with keys {keys}"
+    if isinstance(data, list):
+        return f"a list of {len(data)} item(s)"
+    return f"a JSON {type(data).__name__}"
+
+
+def _failure_of(record: Mapping[str, Any]) -> str | None:
+    failure = record.get("attribution_failure")
+    if failure:
+        return str(failure)
+    prediction = record.get("error_attribution_result")
+    if not isinstance(prediction, Mapping):
+        return "no error_attribution_result in the record"
+    error_type = prediction.get("error_type")
+    if not isinstance(error_type, str) or not error_type.strip():
+        return str(prediction.get("reason") or "the attribution has no error type")
+    return None
+
+
+def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | None, source_file: str) -> ReportRecord:
+    if "error_attribution_result" not in raw and "attribution_failure" not in raw:
+        raise ReportInputError(
+            f"{where} has no 'error_attribution_result': the input must be the output of "
+            "run_error_attribution.py (or its 'results' list), not a benchmark or annotation file"
+        )
+    if "query_id" not in raw and "query" not in raw:
+        raise ReportInputError(f"{where} has neither 'query_id' nor 'query'")
+    failure = _failure_of(raw)
+    prediction = raw.get("error_attribution_result")
+    prediction = prediction if isinstance(prediction, Mapping) else {}
+    evidence = raw.get("source_evidence_ids") or []
+    if isinstance(evidence, str):
+        evidence = [evidence]
+    record_split = raw.get("split") if isinstance(raw.get("split"), str) else None
+    graph_path = raw.get("graph_path")
+    return ReportRecord(
+        index=index,
+        raw=raw,
+        source_file=source_file,
+        split=record_split or split,
+        query_id=str(raw.get("query_id") or ""),
+        query=str(raw.get("query") or ""),
+        golden_answer=golden_answer_text(raw.get("golden_answers", raw.get("golden_answer"))),
+        prediction=str(raw.get("prediction") or ""),
+        source_evidence_ids=tuple(str(e) for e in evidence),
+        graph_path=str(graph_path) if graph_path else None,
+        error_type=None if failure else str(prediction.get("error_type")).strip(),
+        op_id=None if failure else str(prediction.get("op_id") or "").strip(),
+        reason="" if failure else str(prediction.get("reason") or ""),
+        failure=failure,
+    )
+
+
+def records_from_json(
+    data: Any, *, source_file: str = "<input>", start_index: int = 0
+) -> tuple[list[ReportRecord], dict[str, Any]]:
+    """Turn a parsed attribution output (object or ``results`` list) into records.
+
+    Args:
+        data: The parsed JSON.
+        source_file: Name used in error messages and on each record.
+        start_index: Index of the first record (records of several files are numbered on).
+
+    Returns:
+        ``(records, header)`` where ``header`` holds the output's top-level fields other than
+        ``results`` (empty for a bare list).
+
+    Raises:
+        ReportInputError: If ``data`` is not an attribution output.
+    """
+    header: dict[str, Any] = {}
+    if isinstance(data, dict):
+        if not isinstance(data.get("results"), list):
+            raise ReportInputError(
+                f"{source_file!r} is not an attribution output: expected the JSON written by "
+                f"run_error_attribution.py (an object with a 'results' list) or its 'results' list, "
+                f"got {_describe(data)}"
+            )
+        header = {k: v for k, v in data.items() if k != "results"}
+        results = data["results"]
+    elif isinstance(data, list):
+        results = data
+    else:
+        raise ReportInputError(
+            f"{source_file!r} is not an attribution output: expected an object with a 'results' list "
+            f"or that list, got {_describe(data)}"
+        )
+    if not results:
+        raise ReportInputError(f"{source_file!r} holds no attribution records")
+    split = header.get("split") if isinstance(header.get("split"), str) else None
+    records: list[ReportRecord] = []
+    for offset, raw in enumerate(results):
+        where = f"{source_file!r} record {offset}"
+        if not isinstance(raw, dict):
+            raise ReportInputError(f"{where} is {_describe(raw)}, not an attribution record (an object)")
+        records.append(
+            _to_record(raw, index=start_index + offset, where=where, split=split, source_file=source_file)
+        )
+    return records, header
+
+
+def load_attribution_inputs(paths: Sequence[str | Path]) -> AttributionInput:
+    """Read one or more attribution outputs.
+
+    Raises:
+        ReportInputError: A file is missing, is not JSON, or is not an attribution output.
+    """
+    if not paths:
+        raise ReportInputError("no input file given")
+    records: list[ReportRecord] = []
+    splits: list[str] = []
+    strategies: list[str] = []
+    incomplete: list[str] = []
+    for path in paths:
+        name = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ReportInputError(f"input file {name!r} not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ReportInputError(f"input file {name!r} cannot be read: {exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReportInputError(
+                f"{name!r} is not JSON ({exc.msg} at line {exc.lineno}); expected the output of run_error_attribution.py"
+            ) from None
+        found, header = records_from_json(data, source_file=name, start_index=len(records))
+        records.extend(found)
+        split = header.get("split")
+        if isinstance(split, str) and split not in splits:
+            splits.append(split)
+        strategy = header.get("exploration_strategy")
+        if isinstance(strategy, str) and strategy not in strategies:
+            strategies.append(strategy)
+        if header.get("complete") is False:
+            incomplete.append(name)
+    return AttributionInput(
+        records=tuple(records),
+        files=tuple(str(p) for p in paths),
+        splits=tuple(splits),
+        strategies=tuple(strategies),
+        incomplete_files=tuple(incomplete),
+    )
+
