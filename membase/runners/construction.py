@@ -66,6 +66,8 @@ class ConstructionRunnerConfig(BaseModel):
     message_delay: float = 0.0
     """Seconds to sleep after each message (rate limiting)."""
     show_progress: bool = True
+    token_cost_prefix: str | None = None
+    """When set, each user's token usage is also written to `<save_dir>/<prefix>_<user_id>.json`."""
 
 
 class ConstructionRunner:
@@ -143,6 +145,8 @@ class ConstructionRunner:
             usage = layer.token_usage()
             if usage:
                 atomic_write_json(Path(layer.config.save_dir) / "token_cost.json", usage)
+                if cfg.token_cost_prefix:
+                    atomic_write_json(Path(cfg.save_dir) / f"{cfg.token_cost_prefix}_{traj.id}.json", usage)
                 with report._lock:
                     report.usage[traj.id] = usage
             layer.save_memory()  # writes config.json last: the marker of a finished build

@@ -1,13 +1,41 @@
-"""The body of ``run_optimization.py``: argument checks, preflight, the loop, the final evaluation."""
+"""The body of ``run_optimization.py``: checks, preflight, the rounds, the final evaluation.
+
+Everything that can be wrong with the inputs is checked before the first round: the config,
+the targets, the initial prompts, the dataset, the conversation indexes, credentials and every
+endpoint. Each problem ends the run with one ``error:`` line and exit code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["run_from_args"]
+__all__ = ["InputError", "run_from_args"]
+
+METRICS = ("f1", "bleu", "llm_judge")
+
+
+class InputError(ValueError):
+    """A bad argument, config, dataset or endpoint (printed as one ``error:`` line, exit 2)."""
+
+
+@dataclass(kw_only=True)
+class _Plan:
+    initial: Any
+    targets: list[Any]
+    train: Any
+    eval_indexes: list[int]
+    eval_dataset: Any
+    validation_dataset: Any | None
+    settings: Any
+    step: Any
+    store: Any
 
 
 def run_from_args(
@@ -18,5 +46,342 @@ def run_from_args(
     optimizer_model_factory: Callable[[int], Any] | None = None,
 ) -> int:
     """Run the loop described by parsed arguments; returns the exit code."""
-    print("error: the optimization loop is not wired yet (work in progress)", file=sys.stderr)
-    return 2
+    from membase.exceptions import MemBaseError
+    from toolkits.optimization.loop import RoundError
+    from toolkits.optimization.pipeline import PipelineError
+
+    try:
+        plan = _prepare(args, attribution_model_factory, optimizer_model_factory)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, plan)
+    except KeyboardInterrupt:
+        print(f"interrupted: complete rounds are kept in {args.optimization_dir}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    except (RoundError, PipelineError, MemBaseError) as exc:
+        print(f"error: {exc} (complete rounds are kept; rerun to resume)", file=sys.stderr)
+        return 1
+
+
+# -- preparation ----------------------------------------------------------------------------------
+
+
+def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer_model_factory: Any) -> _Plan:
+    from toolkits.optimization.loop import IterationStore
+
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise InputError(f"--metrics {args.metrics!r}: choose from {', '.join(METRICS)}")
+    if args.validation_gate and "llm_judge" not in metrics:
+        raise InputError("--validation-gate compares llm_judge scores: keep llm_judge in --metrics")
+    initial = _initial_bundle(args)
+    targets = _targets(args, initial.backend)
+    initial = _apply_initial_prompts(args, initial, targets)
+    root = Path(args.optimization_dir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / ".write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--optimization-dir {args.optimization_dir!r} is not writable: {exc}") from None
+    store = IterationStore(root)
+    full = _dataset(args)
+    if args.rerun:
+        _start_over(store, root)
+    train = _training(args, root, full)
+    validation_indexes, eval_indexes = _held_out(args, full, train.indexes)
+    from toolkits.optimization.sampling import select
+
+    settings = _settings(args, metrics)
+    gate = None
+    validation_dataset = None
+    if args.validation_gate:
+        from toolkits.optimization.loop import ValidationGate
+
+        validation_dataset = select(full, validation_indexes)
+        gate = ValidationGate(
+            dataset=validation_dataset,
+            settings=dataclasses.replace(settings, tracing=False),
+        )
+    step = _step(args, targets, settings, gate, attribution_model_factory, optimizer_model_factory, initial)
+    return _Plan(initial=initial, targets=targets, train=train, eval_indexes=eval_indexes,
+                 eval_dataset=select(full, eval_indexes), validation_dataset=validation_dataset,
+                 settings=settings, step=step, store=store)
+
+
+def _initial_bundle(args: argparse.Namespace) -> Any:
+    from toolkits.optimization.bundle import BundleError, MemoryConfigBundle, read_json_file
+
+    try:
+        return MemoryConfigBundle.from_layer_config(read_json_file(args.config_path, "--config-path"))
+    except BundleError as exc:
+        raise InputError(f"--config-path {args.config_path!r}: {exc}" if "--config-path" not in str(exc) else str(exc)) from None
+
+
+def _targets(args: argparse.Namespace, backend: str) -> list[Any]:
+    from toolkits.optimization.targets import TARGETS
+
+    if args.targets:
+        try:
+            return TARGETS.select(backend, [n.strip() for n in args.targets.split(",") if n.strip()])
+        except KeyError as exc:
+            raise InputError(f"--targets: {exc.args[0]}") from None
+    targets = TARGETS.for_layer(backend, kinds=("prompt",))
+    if not targets:
+        raise InputError(f"the {backend} layer has no prompt targets")
+    return targets
+
+
+def _apply_initial_prompts(args: argparse.Namespace, bundle: Any, targets: list[Any]) -> Any:
+    if not args.initial_prompts:
+        return bundle
+    from toolkits.optimization.bundle import BundleError, read_json_file
+
+    try:
+        data = read_json_file(args.initial_prompts, "prompt file")
+    except BundleError as exc:
+        raise InputError(str(exc)) from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise InputError(f"prompt file {args.initial_prompts!r} must hold a JSON object {{target: text}}")
+    from toolkits.optimization.targets import TARGETS
+
+    updates = {}
+    for name, text in data.items():
+        target = next((t for t in TARGETS.for_layer(bundle.backend) if name in (t.field, t.variable)), None)
+        if target is None:
+            raise InputError(f"prompt file {args.initial_prompts!r}: {name!r} is no target of the {bundle.backend} layer")
+        problems = target.problems(text)
+        if problems:
+            raise InputError(f"prompt file {args.initial_prompts!r}: {name!r} breaks its contract: {'; '.join(problems)}")
+        updates[target.field] = text
+    try:
+        return bundle.with_updates(updates)
+    except (BundleError, KeyError) as exc:
+        raise InputError(f"prompt file {args.initial_prompts!r}: {exc}") from None
+
+
+def _dataset(args: argparse.Namespace) -> Any:
+    from membase.exceptions import DatasetError
+    from toolkits.optimization.sampling import load_full_dataset
+
+    path = Path(args.dataset_path)
+    if not path.is_file():
+        raise InputError(f"--dataset-path {args.dataset_path!r} not found; pass the LoCoMo file locomo10.json")
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--dataset-path {args.dataset_path!r} is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        full = load_full_dataset(path, max_sessions=args.max_sessions, max_questions=args.max_questions)
+    except DatasetError as exc:
+        raise InputError(f"--dataset-path: {exc}") from None
+    if not any(full.qa_pair_lists):
+        raise InputError(f"--dataset-path {args.dataset_path!r}: no question left (check --max-sessions/--max-questions)")
+    return full
+
+
+def _start_over(store: Any, root: Path) -> None:
+    from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME
+
+    store.wipe()
+    (root / FINAL_EVALUATION_FILENAME).unlink(missing_ok=True)
+    if (root / "final_evaluation").is_dir():
+        shutil.rmtree(root / "final_evaluation")
+
+
+def _training(args: argparse.Namespace, root: Path, full: Any) -> Any:
+    from toolkits.optimization.sampling import training_sample
+
+    try:
+        return training_sample(
+            root, full, dataset_path=args.dataset_path, sample_size=args.sample_size, seed=args.seed,
+            max_sessions=args.max_sessions, max_questions=args.max_questions, resample=args.rerun,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _held_out(args: argparse.Namespace, full: Any, train: list[int]) -> tuple[list[int], list[int]]:
+    import warnings
+
+    from toolkits.optimization.sampling import parse_indexes
+
+    n = len(full.trajectories)
+    unsampled = [i for i in range(n) if i not in train]
+    validation: list[int] = []
+    try:
+        if args.validation_gate:
+            if args.validation_trajectories is None and not unsampled:
+                raise InputError("--validation-gate: every conversation is sampled for training; none is left to validate on")
+            validation = parse_indexes(args.validation_trajectories, n, default=unsampled[:1])
+        choice = args.eval_trajectories.strip().lower()
+        if choice == "none":
+            evaluation: list[int] = []
+        elif choice == "unsampled":
+            evaluation = [i for i in unsampled if i not in validation]
+        else:
+            evaluation = parse_indexes(args.eval_trajectories, n, default=[])
+    except ValueError as exc:
+        raise InputError(f"conversation indexes: {exc}") from None
+    overlap = sorted(set(evaluation) & (set(train) | set(validation)))
+    if overlap:
+        warnings.warn(f"--eval-trajectories {overlap} were also used for training or validation; the "
+                      "final evaluation is then not held out", stacklevel=2)
+    return validation, evaluation
+
+
+def _settings(args: argparse.Namespace, metrics: tuple[str, ...]) -> Any:
+    from membase.exceptions import ConfigError
+    from toolkits.optimization.pipeline import PipelineSettings, chat_model_from_spec
+
+    try:
+        qa = chat_model_from_spec(args.qa_model, api_config_path=args.api_config_path, timeout=args.model_timeout,
+                                  cache_dir=args.cache_dir)
+        judge = chat_model_from_spec(args.judge_model, api_config_path=args.api_config_path,
+                                     timeout=args.model_timeout, cache_dir=args.cache_dir) if "llm_judge" in metrics else None
+    except ConfigError as exc:
+        raise InputError(f"QA/judge models: {exc}") from None
+    return PipelineSettings(
+        top_k=args.top_k, qa_model=qa, judge_model=judge, metrics=metrics, qa_batch_size=args.qa_batch_size,
+        judge_batch_size=args.judge_batch_size, tracing=True, show_progress=args.progress,
+    )
+
+
+def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any, attribution_model_factory: Any,
+          optimizer_model_factory: Any, initial: Any) -> Any:
+    from pydantic import ValidationError
+
+    from toolkits._base import CredentialError, resolve_api_pool
+    from toolkits.optimization.loop import AttributionSettings, PromptRoundStep, default_optimizers
+    from toolkits.optimization.optimizer import OptimizerConfig, OptimizerRunner
+    from toolkits.optimization.optimizer import optimizer_model_factory as from_spec
+    from toolkits.optimization.preflight import Endpoint, EndpointError, check_endpoints, endpoints_in_config
+    from toolkits.runner import MemTraceConfig, MemTraceRunner
+    from toolkits.strategies import available_strategies, get_strategy
+
+    endpoints: list[Endpoint] = []
+    attribution = AttributionSettings(disabled=args.disable_memtrace, batch_size=args.attribution_batch_size)
+    if not args.disable_memtrace:
+        if args.attribution_strategy not in available_strategies():
+            raise InputError(f"unknown --attribution-strategy {args.attribution_strategy!r}: use one of "
+                             f"{', '.join(available_strategies())}")
+        if args.attribution_model.startswith("fake:"):
+            raise InputError("--attribution-model fake:... is not supported; use --attribution-strategy evidence_flow "
+                             "for an attribution without a model")
+        try:
+            config = MemTraceConfig(
+                model=args.attribution_model, exploration_strategy=args.attribution_strategy,
+                max_trace_nodes=args.max_trace_nodes, stream=True, temperature=args.temperature,
+                context_window=args.context_window, max_iters=args.max_iters, api_config_path=args.api_config_path,
+                max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat,
+            )
+        except ValidationError as exc:
+            raise InputError(f"attribution settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+        needs_model = get_strategy(args.attribution_strategy).needs_model
+        pool = None
+        if needs_model and attribution_model_factory is None:
+            try:
+                pool = resolve_api_pool(config)
+            except CredentialError as exc:
+                raise InputError(f"attribution model: {exc}") from None
+            endpoints += [Endpoint(what="--attribution-model", base_url=pool.credential_for(i).base_url,
+                                   api_key=pool.credential_for(i).api_key) for i in range(pool.size)]
+        attribution.runner = MemTraceRunner(config, model_factory=attribution_model_factory, api_pool=pool)
+    try:
+        opt_config = OptimizerConfig(
+            model=args.optimizer_model, temperature=args.temperature, stream=True, api_config_path=args.api_config_path,
+            num_gradient_histories=args.num_gradient_histories,
+            batch_size_for_summarization=args.batch_size_for_summarization, max_iters=args.optimizer_max_iters,
+            max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat, max_retries=args.optimizer_max_retries,
+            retry_backoff_s=args.retry_backoff, call_timeout_s=args.call_timeout, contract_retries=args.contract_retries,
+        )
+    except ValidationError as exc:
+        raise InputError(f"optimizer settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    factory = optimizer_model_factory or from_spec(args.optimizer_model)
+    opt_pool = None
+    if factory is None:
+        try:
+            opt_pool = resolve_api_pool(opt_config)
+        except CredentialError as exc:
+            raise InputError(f"optimizer model: {exc}") from None
+        endpoints += [Endpoint(what="--optimizer-model", base_url=opt_pool.credential_for(i).base_url,
+                               api_key=opt_pool.credential_for(i).api_key) for i in range(opt_pool.size)]
+    runner = OptimizerRunner(opt_config, model_factory=factory, api_pool=opt_pool, show_progress=args.progress)
+    for spec, model in (("--qa-model", settings.qa_model), ("--judge-model", settings.judge_model)):
+        credentials = getattr(model, "credentials", None)
+        if credentials is not None:
+            endpoints += [Endpoint(what=spec, base_url=credentials.credential_for(i).base_url,
+                                   api_key=credentials.credential_for(i).api_key) for i in range(credentials.size)]
+    endpoints += endpoints_in_config(initial.base_config)
+    try:
+        check_endpoints(endpoints)
+    except EndpointError as exc:
+        raise InputError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. real requests switched off in tests
+        raise InputError(f"endpoint check failed: {type(exc).__name__}: {exc}") from None
+    return PromptRoundStep(
+        targets=targets, settings=settings, attribution=attribution,
+        optimizers=default_optimizers(runner, args.optimization_batch_size), seed=args.seed, gate=gate,
+    )
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace, plan: _Plan) -> int:
+    from toolkits.optimization.bundle import BundleError, MemoryConfigBundle
+    from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME, run_final_evaluation
+    from toolkits.optimization.loop import run_rounds
+    from toolkits.optimization.sampling import select
+
+    store, train = plan.store, plan.train
+    bundle, start = plan.initial, 1
+    last = None if args.rerun else store.last_complete()
+    if last is not None:
+        k, folder = last
+        try:
+            bundle = MemoryConfigBundle.load(folder).restore_secrets(plan.initial)
+            plan.step.load_state(folder)
+        except (BundleError, ValueError) as exc:
+            print(f"error: cannot resume from {folder}: {exc}; fix or delete that folder, or pass --rerun",
+                  file=sys.stderr)
+            return 2
+        start = k + 1
+        if start <= args.sample_size:
+            print(f"resuming at round {start} of {args.sample_size} (rounds 1-{k} are complete in {store.root})",
+                  file=sys.stderr)
+    rounds = [(select(train.dataset, [i]), [train.indexes[i]]) for i in range(len(train.indexes))]
+    if start <= len(rounds):
+        bundle = run_rounds(store, bundle=bundle, start=start, rounds=rounds, step=plan.step,
+                            show_progress=args.progress, on_round_end=_print_round)
+    else:
+        print(f"all {len(rounds)} rounds are complete in {store.root}", file=sys.stderr)
+    if not plan.eval_indexes:
+        print(f"optimized configuration: {store.folder(len(rounds))}", file=sys.stderr)
+        return 0
+    output = Path(args.optimization_dir) / FINAL_EVALUATION_FILENAME
+    report = run_final_evaluation(
+        plan.initial, bundle, plan.eval_dataset, plan.eval_indexes, Path(args.optimization_dir) / "final_evaluation",
+        plan.settings, bootstrap_samples=args.bootstrap_samples, seed=args.seed, output_path=output,
+    )
+    for name, m in report["metrics"].items():
+        ci = m["ci95_difference"]
+        shown = f" [{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci else ""
+        print(f"final evaluation {name}: {m['before']:.4f} -> {m['after']:.4f} "
+              f"({m['difference']:+.4f}{shown}, {report['num_questions']} questions)")
+    print(f"-> {output}")
+    return 0
+
+
+def _print_round(k: int, output: Any) -> None:
+    metrics = output.summary.get("metrics", {})
+    shown = " ".join(f"{n}={v:.4f}" for n, v in metrics.items() if isinstance(v, float))
+    failures = len(output.summary.get("optimization_failures", []))
+    print(f"round {k}: {shown} failed_questions={output.summary.get('num_failed_queries')} "
+          f"updated={','.join(output.summary.get('updated_fields', [])) or '-'}"
+          + (f" optimizer_failures={failures}" if failures else ""), file=sys.stderr)

@@ -32,6 +32,7 @@ __all__ = [
     "mem0_fact_extraction_contract",
     "mem0_update_decision_contract",
     "qa_template_contract",
+    "requirements_of",
     "template_contract",
 ]
 
@@ -129,7 +130,32 @@ def template_contract(default: str, *, first_line: bool = True) -> Contract:
             problems.append(f"the first line must stay the task tag {tag!r}")
         return problems
 
+    rules = [f"a string.Template using exactly the placeholders {', '.join('$' + n for n in wanted) or '(none)'}"
+             " (a literal dollar sign is written $$)"]
+    if keys:
+        rules.append(f"the reply format keeps the JSON keys {', '.join(keys)}")
+    if first_line and tag:
+        rules.append(f"the first line stays {tag!r}")
+    contract.requirements = "; ".join(rules)  # type: ignore[attr-defined]
     return contract
+
+
+mem0_fact_extraction_contract.requirements = (  # type: ignore[attr-defined]
+    'non-empty; contains the word "json"; asks for a JSON object with a "facts" key holding a list of strings'
+)
+mem0_update_decision_contract.requirements = (  # type: ignore[attr-defined]
+    "non-empty; keeps naming the four memory events ADD, UPDATE, DELETE and NONE in upper case "
+    "(mem0 appends the memories, the facts and the JSON reply shape itself)"
+)
+qa_template_contract.requirements = (  # type: ignore[attr-defined]
+    "a string.Template that keeps the placeholders $question and $context and uses no other placeholder "
+    "(write a literal dollar sign as $$)"
+)
+
+
+def requirements_of(contract: Contract | None) -> str:
+    """The human-readable rules of a contract (shown to the optimizer)."""
+    return str(getattr(contract, "requirements", "") or "none beyond the role")
 
 
 def check(contract: Contract | None, value: object) -> list[str]:
