@@ -1,23 +1,36 @@
-"""Attribute the failed cases of a MemTraceBench split and score the attributions (spec §6).
+"""Attribute failed questions to their earliest decisive faulty operation, and score the attributions.
+
+Two kinds of input (spec §6, extended):
+
+* a MemTraceBench folder and a split (``<dataset_dir>/<split>/*.json``, annotated cases with gold
+  labels): the output has the reference layout (``split``, ``sampled_graph_paths``, ``results``,
+  ``metrics`` with ETA, OIA, ``cases_by_graph`` and ``error_attribution_cost``) extended with
+  joint accuracy, per-error-type and per-source breakdowns, the confusion matrix, failure counts,
+  bootstrap 95 % intervals, and per-case failure records;
+* a run folder written by ``python -m membase run … --output-dir DIR`` (its
+  ``traced_data/<user>/graph_evaluation.json`` files, no annotations; the split is optional and
+  defaults to the layer's): the wrongly answered questions are collected from the graphs' judge
+  operations (adversarial ones skipped) and attributed; the output has the same layout without
+  gold-label metrics, with a prediction distribution instead (counts per error type, per blamed
+  operation name and category, failures).
 
 Example::
 
     python run_error_attribution.py data/MemTraceBench evermemos --output-path out/evermemos.json \\
         --model-name gpt-4.1-mini --api-config-path api_config.json --batch-size 4 --cache-dir runs/cache
+    python run_error_attribution.py runs/lc --exploration-strategy evidence_flow --output-path runs/lc_attr.json
 
-The output JSON has the reference layout (``split``, ``sampled_graph_paths``, ``results``,
-``metrics`` with ETA, OIA, ``cases_by_graph`` and ``error_attribution_cost``) extended with
-joint accuracy, per-error-type and per-source breakdowns, the confusion matrix, failure counts,
-bootstrap 95 % intervals, and per-case failure records. A case whose attribution fails is
-recorded and counted wrong; the run goes on. With ``--cache-dir`` a rerun skips finished cases.
+A case whose attribution fails is recorded (``attribution_failure``, and an
+``error_attribution_result`` of empty strings with the failure as reason) and counted wrong; the
+run goes on. Every finished case is appended at once to a journal beside the output
+(``<output>.journal.jsonl``); the output file is written atomically when the run ends or is
+interrupted, and the journal is then removed (kept after an interruption or a crash). A rerun of
+the same command reuses the journal's finished cases (``--no-resume`` starts afresh); with
+``--cache-dir`` finished cases are also reused across outputs.
 
-The output file is also written (atomically) as cases finish, with ``"complete": false``, so
-an interrupted or crashed run keeps every finished case even without ``--cache-dir``. A failed
-case has ``error_attribution_result = {"error_type": "", "op_id": "", "reason": <failure>}`` and
-``attribution_failure`` set.
-
-Exit codes: 0 output written; 2 bad arguments, data, or an unwritable output/cache folder;
-130 interrupted (the finished cases are in the output file, and in the cache if one is set).
+Exit codes: 0 output written; 1 the output could not be written at the end (the finished cases
+are in the journal); 2 bad arguments, data, or an unwritable output/cache folder; 130
+interrupted (the finished cases are in the output file and the journal).
 """
 
 from __future__ import annotations
@@ -36,22 +49,41 @@ from typing import Any
 
 from toolkits.bench_utils import MEMTRACEBENCH_SPLITS
 
-__all__ = ["build_parser", "cli", "main"]
+__all__ = ["build_output", "build_parser", "build_record", "cli", "main"]
 
 SPLITS = MEMTRACEBENCH_SPLITS
 STRATEGIES = ("graph_search", "operation_block_search", "long_context", "evidence_flow")
+EXIT_OK, EXIT_WRITE_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (reference flags of spec §6.1 plus new ones)."""
-    from toolkits._cli import add_retrieval_arguments, positive_int
+    from toolkits._cli import (
+        add_retrieval_arguments,
+        non_negative_float,
+        non_negative_int,
+        positive_float,
+        positive_int,
+    )
 
     p = argparse.ArgumentParser(
         prog="run_error_attribution.py",
-        description="Attribute MemTraceBench failed cases to their earliest decisive faulty operation.",
+        description="Attribute failed questions (a MemTraceBench split, or a `python -m membase` run folder) "
+        "to their earliest decisive faulty operation.",
     )
-    p.add_argument("dataset_dir", help="MemTraceBench folder holding <split>/*.json")
-    p.add_argument("split", choices=SPLITS)
+    p.add_argument(
+        "dataset_dir",
+        help="MemTraceBench folder holding <split>/*.json, or a run folder of `python -m membase` "
+        "(holding traced_data/<user>/graph_evaluation.json)",
+    )
+    p.add_argument(
+        "split",
+        nargs="?",
+        choices=SPLITS,
+        default=None,
+        help="benchmark split (required for a MemTraceBench folder; for a run folder it defaults to the layer's "
+        "and only selects the system prior)",
+    )
     p.add_argument("--output-path", required=True, help="output JSON file (must end in .json)")
     p.add_argument("--sample-size", type=positive_int, default=None, help="number of graphs to sample (default: all)")
     p.add_argument("--seed", type=int, default=42)
@@ -66,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--exploration-strategy", default="graph_search", help=f"one of {', '.join(STRATEGIES)} or a registered name")
     p.add_argument("--model-name", default="gpt-4.1-mini")
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=non_negative_float, default=1.0)
     p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--max-tokens", type=positive_int, default=None, help="output-token cap per model call")
     p.add_argument("--llama-cpp-compat", action="store_true", help="workarounds for a llama.cpp server endpoint")
@@ -74,24 +106,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iters", type=positive_int, default=200)
     p.add_argument("--context-window", type=positive_int, default=272000)
     p.add_argument("--max-context-limit", type=positive_int, default=1000000)
-    p.add_argument("--keep-recent", type=int, default=3)
+    p.add_argument("--keep-recent", type=non_negative_int, default=3)
     p.add_argument("--full-log-token-limit", type=positive_int, default=600000)
     add_retrieval_arguments(p)
-    p.add_argument("--num-starting-points", type=int, default=None, help="retrieved evidence nodes (default: max_trace_nodes // 2)")
+    p.add_argument(
+        "--num-starting-points", type=non_negative_int, default=None, help="retrieved evidence nodes (default: max_trace_nodes // 2)"
+    )
+    p.add_argument(
+        "--obs-identities",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="operation_block_search only, ours (not the paper's ablation): show variable ids in the flat log and "
+        "each starting evidence's id and the operations touching it in the hint (default: content and time only)",
+    )
     p.add_argument("--studio-url", default=None, help="accepted for compatibility; Studio forwarding is not implemented")
     p.add_argument("--project", default="memtrace")
     p.add_argument("--api-config-path", default=None, help='JSON {"api_keys": [...], "base_urls": [...]}')
-    p.add_argument("--cache-dir", default=None, help="per-case result cache; a rerun skips finished cases")
-    p.add_argument("--max-retries", type=int, default=3, help="retries of a case after a transient API failure")
-    p.add_argument("--retry-backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
-    p.add_argument("--case-timeout", type=float, default=None, help="seconds allowed per attempt of one case")
+    p.add_argument("--cache-dir", default=None, help="per-case result cache; any run with the same settings reuses finished cases")
+    p.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="reuse the finished cases that an interrupted run left in <output>.journal.jsonl (default: on)",
+    )
+    p.add_argument("--max-retries", type=non_negative_int, default=3, help="retries of a case after a transient API failure")
+    p.add_argument("--retry-backoff", type=non_negative_float, default=2.0, help="first retry delay in seconds (doubles)")
+    p.add_argument("--case-timeout", type=positive_float, default=None, help="seconds allowed per attempt of one case")
     p.add_argument(
         "--evidence-flow-seed",
         action=argparse.BooleanOptionalAction,
         default=False,
         help="graph_search: start from the no-LLM evidence_flow trail and pass its suspicion as a hint to verify",
     )
-    p.add_argument("--bootstrap-samples", type=int, default=1000, help="resamples for 95%% intervals (0: none)")
+    p.add_argument(
+        "--bootstrap-samples", type=non_negative_int, default=1000, help="resamples for 95%% intervals (0: none)"
+    )
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     return p
 
@@ -112,7 +161,7 @@ def _read_text_or_file(value: str | None) -> str | None:
     try:
         if path.is_file():
             return path.read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         if looks_like_path:
             raise ValueError(f"--custom-prior file {value!r} cannot be read: {exc}") from exc
     if looks_like_path and "\n" not in value:
@@ -135,11 +184,151 @@ def _sample(graphs: list[Any], cases: list[Any], sample_size: int | None, seed: 
     return [graphs[i] for i in keep], [cases[i] for i in keep]
 
 
-def _graph_path(dataset_dir: str, split: str, case: Any) -> str:
+def _graph_path(args: argparse.Namespace, case: Any) -> str:
+    if getattr(args, "run_mode", False):
+        return str(case.metadata.get("graph_path"))
     # Derived from the file the case came from: the reference read graph metadata that the
     # loader never sets (spec §12.9).
     name = case.metadata.get("graph_filename") or Path(case.metadata.get("graph_path", "unknown.json")).name
-    return str(Path(dataset_dir) / split / name)
+    return str(Path(args.dataset_dir) / args.split / name)
+
+
+def _operation_info(graph: Any, op_id: str) -> dict[str, Any] | None:
+    """Name and category of the blamed operation (None when the id is empty or unknown)."""
+    if not op_id or graph is None:
+        return None
+    try:
+        op = graph.get_operation(op_id)
+    except (KeyError, LookupError, AttributeError):
+        return None
+    return {"op_name": op.op_name, "category": op.category}
+
+
+def build_record(
+    args: argparse.Namespace, case: Any, result: Any, *, secrets: Sequence[str] = (), graph: Any = None
+) -> dict[str, Any]:
+    """The output record of one case (spec §6.4, extended).
+
+    Only the free text MemTrace writes (failures, the prediction's fields) is redacted; the
+    benchmark's own text is copied unchanged.
+    """
+    from toolkits._base import redact
+    from toolkits.metrics import AttributionRecord
+
+    annotation = copy.deepcopy(case.metadata.get("annotation") or {})
+    record = dict(annotation)
+    record["graph_path"] = _graph_path(args, case)
+    failure = redact(result.failure, secrets) if result.failure is not None else None
+    if result.prediction is not None and failure is None:
+        prediction = {k: redact(str(v), secrets) for k, v in result.prediction.items()}
+    else:
+        # the reference layout always has a dict here; attribution_failure flags the case
+        prediction = {"error_type": "", "op_id": "", "reason": failure or "no prediction"}
+    record["error_attribution_result"] = prediction
+    if not getattr(args, "run_mode", False):
+        scoring = AttributionRecord.from_result({**annotation, "error_attribution_result": prediction,
+                                                 "attribution_failure": failure})
+        record["is_error_type_correct"] = scoring.type_correct
+        record["is_op_id_correct"] = scoring.op_correct
+    record["attributed_operation"] = _operation_info(graph, prediction["op_id"]) if failure is None else None
+    record["attribution_failure"] = failure
+    record["attribution_attempts"] = result.attempts
+    record["attribution_seconds"] = result.elapsed_seconds
+    record["attribution_cached"] = result.cached
+    record["attribution_usage"] = result.usage
+    record["starting_evidence_ids"] = result.evidence_ids
+    return record
+
+
+def _costs_of(results: Sequence[Any]) -> Any:
+    """Run costs of a set of finished results (what the runner reports for a whole run)."""
+    from toolkits.runner import RunCosts
+
+    costs = RunCosts()
+    for r in results:
+        if r.cached:
+            costs.cached_cases += 1
+            continue
+        costs.executed_cases += 1
+        costs.failed_cases += 0 if r.ok else 1
+        costs.total_input_tokens += r.usage["input_tokens"]
+        costs.total_output_tokens += r.usage["output_tokens"]
+        costs.total_model_calls += r.usage["num_calls"]
+        costs.total_seconds += r.elapsed_seconds
+    return costs
+
+
+def _assemble(
+    args: argparse.Namespace,
+    cases: Sequence[Any],
+    records: Sequence[dict[str, Any]],
+    costs: Any,
+    *,
+    complete: bool,
+    bootstrap_samples: int | None = None,
+    extra_metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The output JSON from finished records (one pass; called once per run, or on interrupt)."""
+    from toolkits.metrics import AttributionRecord, attribution_metrics, prediction_distribution
+
+    by_graph = Counter(r["graph_path"] for r in records)
+    failures = [
+        {"query_id": r.get("query_id"), "graph_path": r["graph_path"], "failure": r["attribution_failure"]}
+        for r in records
+        if r["attribution_failure"] is not None
+    ]
+    common = {
+        "cases_by_graph": dict(sorted(by_graph.items())),
+        "error_attribution_cost": costs.as_reference(),
+    }
+    totals = {k: v for k, v in costs.to_dict().items() if not k.startswith("average_")}
+    if getattr(args, "run_mode", False):
+        predictions = [
+            None if r["attribution_failure"] is not None else {
+                "error_type": r["error_attribution_result"]["error_type"],
+                "op_name": (r.get("attributed_operation") or {}).get("op_name"),
+                "op_category": (r.get("attributed_operation") or {}).get("category"),
+            }
+            for r in records
+        ]
+        distribution = prediction_distribution(predictions)
+        metrics: dict[str, Any] = {
+            "total_cases": len(records),
+            "failed_cases": distribution["failed_cases"],
+            **common,
+            "prediction_distribution": distribution,
+            **(extra_metrics or {}),
+            "cost_totals": totals,
+            "failures": failures,
+        }
+    else:
+        scored = [
+            AttributionRecord.from_result(r, group=str(c.metadata.get("dataset_source") or "unknown"))
+            for c, r in zip(cases, records, strict=True)
+        ]
+        samples = args.bootstrap_samples if bootstrap_samples is None else bootstrap_samples
+        m = attribution_metrics(scored, bootstrap_samples=samples, seed=args.seed)
+        metrics = {
+            "total_cases": m.pop("total_cases"),
+            "error_type_prediction_accuracy": m.pop("error_type_prediction_accuracy"),
+            "operation_identifier_prediction_accuracy": m.pop("operation_identifier_prediction_accuracy"),
+            **common,
+            **m,
+            "by_dataset_source": m.pop("by_group"),
+            "cost_totals": totals,
+            "failures": failures,
+        }
+        metrics.pop("by_group", None)
+    return {
+        "complete": complete,
+        "source": "membase_run" if getattr(args, "run_mode", False) else "memtracebench",
+        "split": args.split,
+        "exploration_strategy": args.exploration_strategy,
+        "model": args.model_name,
+        "sampled_graph_paths": sorted(by_graph),
+        "results": list(records),
+        "metrics": metrics,
+    }
 
 
 def build_output(
@@ -150,91 +339,15 @@ def build_output(
     secrets: Sequence[str] = (),
     complete: bool = True,
     bootstrap_samples: int | None = None,
+    graphs: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """The output JSON of spec §6.4, extended (see module docstring).
-
-    Only the free text MemTrace writes (failures, the prediction's fields) is redacted; the
-    benchmark's own text is copied unchanged. ``complete`` is False for the checkpoints written
-    while the run goes on.
-    """
-    from toolkits._base import redact
-    from toolkits.metrics import AttributionRecord, attribution_metrics
-
-    records: list[dict[str, Any]] = []
-    scored: list[AttributionRecord] = []
-    for case, result in zip(cases, report.results, strict=True):
-        annotation = copy.deepcopy(case.metadata.get("annotation") or {})
-        record = dict(annotation)
-        record["graph_path"] = _graph_path(args.dataset_dir, args.split, case)
-        failure = redact(result.failure, secrets) if result.failure is not None else None
-        if result.prediction is not None and failure is None:
-            prediction = {k: redact(str(v), secrets) for k, v in result.prediction.items()}
-        else:
-            # the reference layout always has a dict here; attribution_failure flags the case
-            prediction = {"error_type": "", "op_id": "", "reason": failure or "no prediction"}
-        record["error_attribution_result"] = prediction
-        scoring = AttributionRecord.from_result(
-            {**annotation, "error_attribution_result": prediction, "attribution_failure": failure},
-            group=str(case.metadata.get("dataset_source") or "unknown"),
-        )
-        record["is_error_type_correct"] = scoring.type_correct
-        record["is_op_id_correct"] = scoring.op_correct
-        record["attribution_failure"] = failure
-        record["attribution_attempts"] = result.attempts
-        record["attribution_seconds"] = result.elapsed_seconds
-        record["attribution_cached"] = result.cached
-        record["attribution_usage"] = result.usage
-        record["starting_evidence_ids"] = result.evidence_ids
-        records.append(record)
-        scored.append(scoring)
-    samples = args.bootstrap_samples if bootstrap_samples is None else bootstrap_samples
-    metrics = attribution_metrics(scored, bootstrap_samples=samples, seed=args.seed)
-    by_graph = Counter(r["graph_path"] for r in records)
-    ordered_metrics: dict[str, Any] = {
-        "total_cases": metrics.pop("total_cases"),
-        "error_type_prediction_accuracy": metrics.pop("error_type_prediction_accuracy"),
-        "operation_identifier_prediction_accuracy": metrics.pop("operation_identifier_prediction_accuracy"),
-        "cases_by_graph": dict(sorted(by_graph.items())),
-        "error_attribution_cost": report.costs.as_reference(),
-        **metrics,
-        "by_dataset_source": metrics.pop("by_group"),
-        "cost_totals": {k: v for k, v in report.costs.to_dict().items() if not k.startswith("average_")},
-        "failures": [
-            {"query_id": r.get("query_id"), "graph_path": r["graph_path"], "failure": r["attribution_failure"]}
-            for r in records
-            if r["attribution_failure"] is not None
-        ],
-    }
-    ordered_metrics.pop("by_group", None)
-    return {
-        "complete": complete,
-        "split": args.split,
-        "exploration_strategy": args.exploration_strategy,
-        "model": args.model_name,
-        "sampled_graph_paths": sorted(by_graph),
-        "results": records,
-        "metrics": ordered_metrics,
-    }
-
-
-class _PartialReport:
-    """The finished cases of a run in progress, shaped like :class:`toolkits.runner.RunReport`."""
-
-    def __init__(self, results: list[Any]) -> None:
-        from toolkits.runner import RunCosts
-
-        self.results = results
-        self.costs = RunCosts()
-        for r in results:
-            if r.cached:
-                self.costs.cached_cases += 1
-                continue
-            self.costs.executed_cases += 1
-            self.costs.failed_cases += 0 if r.ok else 1
-            self.costs.total_input_tokens += r.usage["input_tokens"]
-            self.costs.total_output_tokens += r.usage["output_tokens"]
-            self.costs.total_model_calls += r.usage["num_calls"]
-            self.costs.total_seconds += r.elapsed_seconds
+    """The output JSON of spec §6.4, extended (see the module docstring), from a whole report."""
+    graph_list = list(graphs) if graphs is not None else [None] * len(cases)
+    records = [
+        build_record(args, case, result, secrets=secrets, graph=graph)
+        for case, result, graph in zip(cases, report.results, graph_list, strict=True)
+    ]
+    return _assemble(args, cases, records, report.costs, complete=complete, bootstrap_samples=bootstrap_samples)
 
 
 def _probe_folder(folder: Path) -> None:
@@ -283,7 +396,71 @@ def _config(args: argparse.Namespace) -> Any:
         retry_backoff_s=args.retry_backoff,
         case_timeout_s=args.case_timeout,
         evidence_flow_seed=args.evidence_flow_seed,
+        obs_identities=args.obs_identities,
     )
+
+
+class _UsageError(Exception):
+    """Bad input found before any case runs: printed as one ``error:`` line, exit 2."""
+
+
+def _load(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """Load the cases (benchmark split or membase run folder); sets ``args.run_mode``/``args.split``."""
+    from toolkits.bench_utils import (
+        BenchmarkDataMissingError,
+        is_membase_run,
+        load_membase_run,
+        load_memtracebench,
+    )
+
+    root = Path(args.dataset_dir)
+    benchmark_split = args.split is not None and (root / args.split).is_dir()
+    args.run_mode = not benchmark_split and is_membase_run(root)
+    if args.run_mode:
+        try:
+            graphs, cases, info = load_membase_run(root)
+        except ValueError as exc:
+            raise _UsageError(str(exc)) from None
+        args.split = args.split or info["split"]
+        if not cases:
+            raise _UsageError(
+                f"{root}: no wrongly answered question to attribute ({info['judged_failures']} judged wrong, "
+                f"{info['skipped_adversarial']} of them adversarial and skipped)"
+            )
+        extra = {"judged_failures": info["judged_failures"], "skipped_adversarial": info["skipped_adversarial"]}
+        return graphs, cases, extra
+    if args.split is None:
+        parser.error(
+            f"{root} is not a run folder of `python -m membase` (no traced_data/<user>/graph_evaluation.json): "
+            f"give the MemTraceBench split ({', '.join(SPLITS)})"
+        )
+    try:
+        graphs, cases = load_memtracebench(args.dataset_dir, args.split, filter_non_memory_errors=True)
+    except (BenchmarkDataMissingError, ValueError) as exc:
+        raise _UsageError(str(exc)) from None
+    if not cases:
+        raise _UsageError(f"split {args.split!r} under {args.dataset_dir} has no memory-error cases")
+    return graphs, cases, {}
+
+
+def _check_output(output: Path, cache_dir: str | None) -> None:
+    """Every output location must be writable before any case runs (raises _UsageError)."""
+    from toolkits._case_cache import CaseCache
+    from toolkits._journal import journal_path
+
+    if output.is_dir():
+        raise _UsageError(f"--output-path {str(output)!r} is a folder; give a .json file path")
+    if journal_path(output).is_dir():
+        raise _UsageError(f"{str(journal_path(output))!r} is a folder; it is where the run journals finished cases")
+    try:
+        _probe_folder(output.parent)
+    except OSError as exc:
+        raise _UsageError(f"cannot write --output-path {str(output)!r}: {exc}") from None
+    if cache_dir:
+        try:
+            CaseCache(cache_dir).check_writable()
+        except OSError as exc:
+            raise _UsageError(f"--cache-dir {cache_dir!r} is not writable: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], Any] | None = None) -> int:
@@ -301,14 +478,25 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     args = parser.parse_args(argv)
     if not args.output_path.endswith(".json"):
         parser.error(f"--output-path must end in .json, got {args.output_path!r}")
+    try:
+        return _main(parser, args, model_factory)
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        # before the first case (loading graphs, probing folders): nothing to keep
+        print("interrupted before any case was attributed; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_factory: Callable[[Any], Any] | None) -> int:
     if args.studio_url:
         warnings.warn("--studio-url is accepted for compatibility but Studio forwarding is not implemented", stacklevel=1)
 
     from pydantic import ValidationError
 
     from toolkits._base import CredentialError
-    from toolkits._case_cache import CaseCache, atomic_write_json
-    from toolkits.bench_utils import BenchmarkDataMissingError, load_memtracebench
+    from toolkits._journal import ResultJournal, journal_path
     from toolkits.runner import MemTraceRunner
     from toolkits.strategies import available_strategies
 
@@ -319,38 +507,25 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     try:
         config = _config(args)
     except ValidationError as exc:
-        print(f"error: invalid settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", file=sys.stderr)
-        return 2
-    try:
-        graphs, cases = load_memtracebench(args.dataset_dir, args.split, filter_non_memory_errors=True)
-    except (BenchmarkDataMissingError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not cases:
-        print(f"error: split {args.split!r} under {args.dataset_dir} has no memory-error cases", file=sys.stderr)
-        return 2
+        first = exc.errors()[0]
+        raise _UsageError(f"invalid settings: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    graphs, cases, extra_metrics = _load(args, parser)
     try:
         graphs, cases = _sample(graphs, cases, args.sample_size, args.seed)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-    try:
         custom_prior = _read_text_or_file(args.custom_prior)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise _UsageError(str(exc)) from None
+    output = Path(args.output_path)
+    _check_output(output, args.cache_dir)
+
+    journal = ResultJournal(journal_path(output))
+    resume = {}
+    if args.resume:
+        resume = {item["key"]: item["entry"] for item in journal.read() if isinstance(item.get("entry"), dict)}
     try:
-        _probe_folder(Path(args.output_path).parent)
+        journal.open(keep_existing=args.resume)
     except OSError as exc:
-        print(f"error: cannot write --output-path {args.output_path!r}: {exc}", file=sys.stderr)
-        return 2
-    if args.cache_dir:
-        try:
-            CaseCache(args.cache_dir).check_writable()
-        except OSError as exc:
-            print(f"error: --cache-dir {args.cache_dir!r} is not writable: {exc}", file=sys.stderr)
-            return 2
+        raise _UsageError(f"cannot write the journal {str(journal.path)!r}: {exc}") from None
 
     runner = MemTraceRunner(config, model_factory=model_factory)
 
@@ -364,35 +539,39 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     if args.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(cases), desc=f"attributing {args.split}", unit="case", file=sys.stderr)
+        bar = tqdm(total=len(cases), desc=f"attributing {args.split or 'run'}", unit="case", file=sys.stderr)
 
+    finished: dict[int, tuple[Any, dict[str, Any]]] = {}
     failures = [0]
-    finished: dict[int, Any] = {}
-    checkpoint_warned = [False]
-
-    def checkpoint() -> None:
-        # every finished case reaches the output file, so Ctrl-C or a crash loses none of them
-        order = sorted(finished)
-        partial = _PartialReport([finished[i] for i in order])
-        output = build_output(
-            args, [cases[i] for i in order], partial, secrets=secrets(), complete=False, bootstrap_samples=0
-        )
-        atomic_write_json(args.output_path, output)
+    journal_warned = [False]
 
     def on_result(result: Any) -> None:
-        finished[result.index] = result
+        record = build_record(args, cases[result.index], result, secrets=secrets(), graph=graphs[result.index])
+        finished[result.index] = (result, record)
+        if result.reused_from != "resume":  # a resumed case's line is already in the journal
+            try:
+                journal.append({"key": result.cache_key, "index": result.index, "entry": result.cache_entry(),
+                                "record": record})
+            except OSError as exc:
+                if not journal_warned[0]:
+                    journal_warned[0] = True
+                    warnings.warn(f"could not journal finished cases to {journal.path}: {exc}", stacklevel=1)
         if bar is not None:
             failures[0] += 0 if result.ok else 1
             bar.update(1)
             bar.set_postfix(failed=failures[0], refresh=False)
+
+    def write(payload: dict[str, Any]) -> str | None:
+        from toolkits._case_cache import atomic_write_json
+
         try:
-            checkpoint()
+            atomic_write_json(output, payload)
         except OSError as exc:
-            if not checkpoint_warned[0]:
-                checkpoint_warned[0] = True
-                warnings.warn(f"could not checkpoint results to {args.output_path}: {exc}", stacklevel=1)
+            return f"cannot write {args.output_path}: {exc}"
+        return None
 
     provide = args.provide_starting_nodes
+    memory_system = args.split if args.use_system_prior and args.split in SPLITS else None
     try:
         report = asyncio.run(
             runner.arun(
@@ -401,34 +580,66 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
                 batch_size=args.batch_size,
                 use_source_evidence_nodes=provide and args.starting_nodes_type == "source_evidence",
                 use_pseudo_source_evidence=provide and args.starting_nodes_type == "pseudo_source_evidence",
-                memory_system=args.split if args.use_system_prior else None,
+                memory_system=memory_system,
                 custom_prior_knowledge=custom_prior,
                 on_result=on_result,
+                resume=resume,
             )
         )
     except CredentialError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        journal.close()
+        raise _UsageError(str(exc)) from None
     except KeyboardInterrupt:
-        kept = f"the {len(finished)} finished case(s) are in {args.output_path}"
-        if args.cache_dir:
-            print(f"interrupted: {kept} and the cache; rerun the same command to resume", file=sys.stderr)
-        else:
-            print(f"interrupted: {kept} (pass --cache-dir to let a rerun skip finished cases)", file=sys.stderr)
-        return 130
+        if bar is not None:
+            bar.close()
+            bar = None
+        journal.close()
+        order = sorted(finished)
+        partial = _assemble(
+            args,
+            [cases[i] for i in order],
+            [finished[i][1] for i in order],
+            _costs_of([finished[i][0] for i in order]),
+            complete=False,
+            bootstrap_samples=0,
+            extra_metrics=extra_metrics,
+        )
+        problem = write(partial)
+        where = str(journal.path) if problem else f"{args.output_path} (\"complete\": false)"
+        print(
+            f"interrupted: {len(finished)} of {len(cases)} case(s) finished and are kept in {where}; "
+            "rerun the same command to attribute the rest",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     finally:
         if bar is not None:
             bar.close()
+        journal.close()
 
-    output = build_output(args, cases, report, secrets=secrets())
-    atomic_write_json(args.output_path, output)
-    m = output["metrics"]
-    print(
-        f"{m['total_cases']} cases ({m['failed_cases']} failed): "
-        f"ETA={m['error_type_prediction_accuracy']:.4f} OIA={m['operation_identifier_prediction_accuracy']:.4f} "
-        f"joint={m['joint_accuracy']:.4f} -> {args.output_path}"
-    )
-    return 0
+    try:
+        records = [finished[i][1] for i in range(len(cases))]
+        output_json = _assemble(args, cases, records, report.costs, complete=True, extra_metrics=extra_metrics)
+        problem = write(output_json)
+    except KeyboardInterrupt:
+        print(f"interrupted while writing the output: all {len(cases)} case(s) are kept in {journal.path}; "
+              "rerun the same command to write it", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if problem is not None:
+        print(f"error: {problem}; the finished cases are kept in {journal.path}: rerun to write it", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    journal.remove()
+    m = output_json["metrics"]
+    if args.run_mode:
+        top = ", ".join(f"{t}={n}" for t, n in m["prediction_distribution"]["by_error_type"].items() if n)
+        print(f"{m['total_cases']} failed questions ({m['failed_cases']} not attributed): {top or 'none'} -> {args.output_path}")
+    else:
+        print(
+            f"{m['total_cases']} cases ({m['failed_cases']} failed): "
+            f"ETA={m['error_type_prediction_accuracy']:.4f} OIA={m['operation_identifier_prediction_accuracy']:.4f} "
+            f"joint={m['joint_accuracy']:.4f} -> {args.output_path}"
+        )
+    return EXIT_OK
 
 
 def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001

@@ -586,6 +586,8 @@ async def run_attribution_agent(
     return _outcome(prediction, None)
 
 
-def _one_line(text: str, limit: int = 500) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+def _one_line(text: str) -> str:
+    # Whole, never cut: this text may hold a key the caller has to mask, and a key cut in half
+    # would escape the mask. Callers that write it somewhere mask first, then cut
+    # (``toolkits.runner.MemTraceRunner``).
+    return " ".join(text.split())

@@ -27,23 +27,46 @@ logger = logging.getLogger("membase")
 
 
 def _load_layer_config(path: str) -> tuple[str, dict[str, Any]]:
-    from membase.layers import build_layer_config
+    from membase.layers import CONFIG_MAPPING, build_layer_config
 
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"layer config {path!r} not found; pass a JSON file with a layer_type key")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"layer config {path!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"layer config {path!r} cannot be read ({exc.strerror or exc})") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"layer config {path!r} is not valid JSON ({exc})") from exc
+        raise ConfigError(f"layer config {path!r} is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or "layer_type" not in data:
         raise ConfigError(f"layer config {path!r} must be a JSON object with a layer_type key")
     layer_type = data.pop("layer_type")
+    if not isinstance(layer_type, str):
+        raise ConfigError(
+            f"layer config {path!r}: layer_type must be one name such as \"Long-Context\", got {layer_type!r}"
+        )
     for key in ("user_id", "save_dir"):
         if key in data:
             raise ConfigError(f"layer config {path!r}: remove {key!r}, the runners set it per user")
     build_layer_config(layer_type, user_id="config-check", **data)  # fails early on a wrong key
+    _check_json_types(path, layer_type, CONFIG_MAPPING[layer_type], data)
     return layer_type, data
+
+
+def _check_json_types(path: str, layer_type: str, config_cls: Any, data: dict[str, Any]) -> None:
+    """Validate the file's values as strict JSON: no `true` for a number, no `"5"` for an integer."""
+    from pydantic import ValidationError
+
+    try:
+        config_cls.model_validate_json(json.dumps({**data, "user_id": "config-check"}), strict=True)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<config>'}: {err['msg']} (got {err.get('input')!r})"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"layer config {path!r}: invalid {layer_type} config: {problems}") from None
 
 
 def _dataset(args: argparse.Namespace) -> Any:

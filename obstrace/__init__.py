@@ -4,6 +4,8 @@
 * ``TraceIndex`` / ``GrepMatch`` / ``OperationBlock`` — parse the log back and search it (§4.2);
 * ``CCTraceNotebook`` — the four agent tools, the hint and ``finish_attribution`` (§4.3);
 * ``attribute_case_obs`` / ``build_obs_agent`` — the OBS agent on agentscope 2.x (§4.4);
+* ``build_obstrace_agent`` → ``ObsTraceAgent.solve_case`` / ``solve_case_async`` — the one-call
+  API on a flattened trace (§4.4);
 * ``attribute_case_long_context`` / ``budget_trace`` — the long-context baseline (§4.5).
 
 The agent modules import agentscope lazily, so the log tools work without it.
@@ -22,6 +24,7 @@ from obstrace.long_context import (
     build_long_context_task,
 )
 from obstrace.notebook import CCTraceNotebook, EvidenceRow, check_attribution, evidence_rows_from_graph
+from obstrace.standalone import ObsTraceAgent, build_obstrace_agent
 
 __all__ = [
     "BudgetedTrace",
@@ -29,6 +32,7 @@ __all__ = [
     "EvidenceRow",
     "FlatBlock",
     "GrepMatch",
+    "ObsTraceAgent",
     "ObstraceError",
     "OperationBlock",
     "PatternError",
@@ -41,6 +45,7 @@ __all__ = [
     "build_long_context_agent",
     "build_long_context_task",
     "build_obs_agent",
+    "build_obstrace_agent",
     "check_attribution",
     "default_token_counter",
     "estimate_tokens",

@@ -176,8 +176,12 @@ async def attribute_case_obs(
     keep_recent: int = 3,
     max_context_limit: int | None = None,
     timeout: float | None = None,
+    identities: bool = False,
 ) -> Any:
     """Attribute one failed case with the OBS agent; never raises for model misbehaviour.
+
+    By default this is the paper's ablation: the log has no variable ids and the hint shows the
+    evidence by content and time only (``identities=True`` adds both — ours, not the paper's).
 
     Args:
         graph: The case's execution graph (read only).
@@ -191,12 +195,13 @@ async def attribute_case_obs(
         max_context_limit: Hard cap on context tokens (the model's context size); None keeps the
             model's own size.
         timeout: Wall-clock limit for the reply in seconds (None: none).
+        identities: Variable ids in the log and evidence ids plus lineage in the hint.
 
     Returns:
         ``graphtrace.agent_models.AttributionOutcome``: a prediction whose op id exists in the log
         and whose reason passed ``finish_attribution``, or a recorded failure.
     """
-    notebook = CCTraceNotebook.from_graph(graph, evidence_nodes)
+    notebook = CCTraceNotebook.from_graph(graph, evidence_nodes, identities=identities)
     agent = build_obs_agent(
         notebook,
         model=model,

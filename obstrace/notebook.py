@@ -4,10 +4,17 @@ Every tool returns one JSON text block and the same payload as metadata. Bad arg
 raise into the agent loop: they come back as ``{"tool": <name>, "error": "Error: …",
 "arguments": {…}}`` so the model can correct itself. ``finish_attribution`` (not a tool)
 validates a final answer against the log; the agent applies it on every path.
+
+By default the notebook is the paper's flat-log ablation: the log carries no variable ids and
+no graph structure, and the hint shows each starting evidence by its content and creation time
+only — the agent finds operation ids by searching the log's blocks. ``identities=True`` (ours,
+not the paper's) shows every variable's full node id in the log, and each evidence's id and the
+operations whose edges touch it (lineage read from the graph) in the hint.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -48,9 +55,10 @@ class EvidenceRow:
     created_at: str
     value: str
     full_node_id: str | None = None
-    """Variable id (shown because the agent's log names variables too)."""
+    """Variable id (shown in the hint only with ``identities=True``)."""
     op_ids: tuple[str, ...] = ()
-    """Operations whose edges touch the evidence variable, in execution order."""
+    """Operations whose edges touch the evidence variable, in execution order (shown only with
+    ``identities=True``)."""
 
 
 def evidence_rows_from_graph(graph: Any, evidence_nodes: Sequence[Any] | None) -> list[EvidenceRow]:
@@ -235,6 +243,8 @@ class CCTraceNotebook:
         grep_timeout_s: Time budget of one ``grep_log`` call.
         max_payload_chars: Cap on the JSON size of a ``grep_log`` answer (matches beyond it are
             dropped and ``truncated`` is set).
+        identities: Show each evidence's node id and the operations touching it in the hint
+            (ours; off = the paper's ablation, content and time only).
     """
 
     def __init__(
@@ -244,11 +254,13 @@ class CCTraceNotebook:
         *,
         grep_timeout_s: float = 2.0,
         max_payload_chars: int = MAX_WINDOW_CHARS,
+        identities: bool = False,
     ) -> None:
         self.index = TraceIndex(trace_text)
         self.evidence_rows = list(evidence_rows)
         self.grep_timeout_s = grep_timeout_s
         self.max_payload_chars = max_payload_chars
+        self.identities = identities
         self.step = 0
 
     @classmethod
@@ -257,7 +269,7 @@ class CCTraceNotebook:
         graph: Any,
         source_evidence_nodes: Sequence[Any] | None = None,
         *,
-        include_variable_ids: bool = True,
+        identities: bool = False,
         **kwargs: Any,
     ) -> CCTraceNotebook:
         """Flatten a whole graph (no token limit) and attach its evidence rows.
@@ -265,12 +277,18 @@ class CCTraceNotebook:
         Args:
             graph: The execution graph.
             source_evidence_nodes: Evidence full node ids (or handles), in rank order.
-            include_variable_ids: Show variable ids in the log (this project's default, so the
-                agent can name variables; the reference log had none).
+            identities: Ours, not the paper's: variable ids in the log, evidence ids and lineage
+                in the hint. Off (default): the paper's identity-free log and content-only hint.
             **kwargs: Passed to the constructor.
         """
-        text = flatten_execution_graph(graph, include_variable_ids=include_variable_ids)
-        return cls(text, evidence_rows_from_graph(graph, source_evidence_nodes), **kwargs)
+        text = flatten_execution_graph(graph, include_variable_ids=identities)
+        return cls(text, evidence_rows_from_graph(graph, source_evidence_nodes), identities=identities, **kwargs)
+
+    def fresh(self) -> CCTraceNotebook:
+        """A notebook over the same log and evidence with its step counter at 0 (one per case)."""
+        clone = copy.copy(self)
+        clone.step = 0
+        return clone
 
     @property
     def text(self) -> str:
@@ -410,10 +428,10 @@ class CCTraceNotebook:
             parts.append("Source evidence:")
             for row in self.evidence_rows[:MAX_HINT_EVIDENCE]:
                 lines = [f"### Source Evidence {row.rank}"]
-                if row.full_node_id:
+                if self.identities and row.full_node_id:
                     lines.append(f"full_node_id: {row.full_node_id}")
                 lines.append(f"created_at: {row.created_at}")
-                if row.op_ids:
+                if self.identities and row.op_ids:
                     lines.append(f"operations touching it: {', '.join(row.op_ids)}")
                 value = row.value
                 if len(value) > MAX_HINT_VALUE_CHARS:

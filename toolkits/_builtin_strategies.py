@@ -91,6 +91,7 @@ async def operation_block_search(ctx: StrategyContext) -> Any:
         keep_recent=cfg.keep_recent,
         max_context_limit=cfg.max_context_limit,
         timeout=ctx.timeout,
+        identities=cfg.obs_identities,
     )
 
 

@@ -1,22 +1,38 @@
 """Per-case result cache of the attribution runner: one JSON file per finished case.
 
-The file name is the SHA-256 of a canonical identifier (graph, case, every config field that
-changes the answer, the run arguments, a prompt/version tag), so a rerun with the same settings
-finds finished cases and skips them, while any change of model, strategy or prompts misses.
-Writes are atomic (temporary file in the same folder + ``os.replace``): an interrupted run never
-leaves a half-written entry, and Ctrl-C loses nothing that finished.
+The file name is the SHA-256 of a canonical identifier (the graph's content, the case, every
+config field that changes the answer, the run arguments, a prompt/version tag), so a rerun with
+the same settings finds finished cases and skips them, while any change of graph, model, strategy
+or prompts misses. Writes are atomic (temporary file in the same folder + ``os.replace``, mode
+from the umask like any other file the user creates): an interrupted run never leaves a
+half-written entry, and Ctrl-C loses nothing that finished.
+
+An entry is checked before it is used (:func:`validate_entry`): a damaged or hand-edited entry
+(``"time": null``, an unknown error type, …) is a cache miss, never a crash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CaseCache", "atomic_write_json", "cache_key"]
+from membase.utils.io import atomic_write_json as _atomic_write_json
+from toolkits.bench_utils import ERROR_TYPES
+
+__all__ = ["CaseCache", "InvalidEntryError", "atomic_write_json", "cache_key", "validate_entry"]
+
+EVIDENCE_SOURCES = ("annotated", "retrieved")
+USAGE_KEYS = ("input_tokens", "output_tokens", "num_calls")
+
+
+class InvalidEntryError(ValueError):
+    """A stored result does not have the shape the runner writes (the message names the field)."""
 
 
 def cache_key(identifier: dict[str, Any]) -> str:
@@ -26,22 +42,61 @@ def cache_key(identifier: dict[str, Any]) -> str:
 
 
 def atomic_write_json(path: str | os.PathLike[str], payload: Any, *, indent: int | None = 4) -> None:
-    """Write JSON to ``path`` atomically (temp file + rename); creates parent folders."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=indent, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write JSON to ``path`` atomically (temp file + fsync + rename; mode from the umask).
+
+    The one implementation is :func:`membase.utils.io.atomic_write_json`; this name stays for
+    the attribution code that imports it from here.
+    """
+    _atomic_write_json(Path(path), payload, indent=indent)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_entry(entry: Any) -> dict[str, Any]:
+    """Check a stored result and return it normalised.
+
+    A valid entry is a dict with ``error_attribution_result`` = ``{error_type, op_id, reason}``
+    (a known error type, strings), ``time`` (a finite number >= 0), and optionally ``usage``
+    (non-negative integers), ``evidence_ids`` (a list of strings or null) and ``evidence_source``
+    (``annotated``, ``retrieved`` or null).
+
+    Raises:
+        InvalidEntryError: naming the first field that is wrong.
+    """
+    if not isinstance(entry, Mapping):
+        raise InvalidEntryError(f"expected an object, got {type(entry).__name__}")
+    prediction = entry.get("error_attribution_result")
+    if not isinstance(prediction, Mapping):
+        raise InvalidEntryError("error_attribution_result: expected an object")
+    if prediction.get("error_type") not in ERROR_TYPES:
+        raise InvalidEntryError(f"error_attribution_result.error_type: unknown type {prediction.get('error_type')!r}")
+    for name in ("op_id", "reason"):
+        if not isinstance(prediction.get(name), str):
+            raise InvalidEntryError(f"error_attribution_result.{name}: expected a string")
+    seconds = entry.get("time")
+    if not _is_number(seconds) or seconds < 0:
+        raise InvalidEntryError(f"time: expected a number >= 0, got {seconds!r}")
+    usage = entry.get("usage") or {}
+    if not isinstance(usage, Mapping) or any(
+        not isinstance(usage.get(k, 0), int) or isinstance(usage.get(k, 0), bool) or usage.get(k, 0) < 0
+        for k in USAGE_KEYS
+    ):
+        raise InvalidEntryError("usage: expected non-negative integers input_tokens, output_tokens, num_calls")
+    evidence = entry.get("evidence_ids")
+    if evidence is not None and (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)):
+        raise InvalidEntryError("evidence_ids: expected a list of node ids or null")
+    source = entry.get("evidence_source")
+    if source is not None and source not in EVIDENCE_SOURCES:
+        raise InvalidEntryError(f"evidence_source: expected one of {EVIDENCE_SOURCES} or null, got {source!r}")
+    return {
+        "error_attribution_result": {k: prediction[k] for k in ("error_type", "op_id", "reason")},
+        "time": float(seconds),
+        "usage": {k: int(usage.get(k, 0)) for k in USAGE_KEYS},
+        "evidence_ids": list(evidence) if evidence is not None else None,
+        "evidence_source": source,
+    }
 
 
 class CaseCache:
@@ -59,8 +114,9 @@ class CaseCache:
         return self.folder / f"{key}.json"
 
     def load(self, key: str) -> dict[str, Any] | None:
-        """The stored entry, or None if absent or unreadable (a corrupt or unreadable entry, or
-        an I/O error such as a permission problem, is a miss)."""
+        """The stored entry as written, or None if absent or unreadable (a corrupt or unreadable
+        entry, or an I/O error such as a permission problem, is a miss). The caller validates it
+        with :func:`validate_entry`."""
         path = self.path_for(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -6,18 +6,47 @@ import argparse
 
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
-__all__ = ["add_retrieval_arguments", "positive_int"]
+__all__ = ["add_retrieval_arguments", "non_negative_float", "non_negative_int", "positive_float", "positive_int"]
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _bounded_int(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
     return value
+
+
+def _bounded_float(text: str, *, strict: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0 or (strict and value == 0):
+        raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _bounded_int(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    return _bounded_int(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    return _bounded_float(text, strict=True)
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    return _bounded_float(text, strict=False)
 
 
 def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,11 @@ the annotation's ``final_error_type`` / ``final_op_id``, divided by *all* cases 
 attribution failed (no answer, API error …) counts as wrong in both, never dropped. Beyond the
 reference: joint accuracy (type and op both right), breakdowns per gold error type and per
 group (split / dataset source), the confusion matrix of types (failed cases in a ``FAILED``
-column), failure counts, and percentile-bootstrap 95 % intervals.
+column), failure counts, and percentile-bootstrap 95 % intervals. A case whose annotation lacks a
+gold label is kept and can never be right on that label (its gold row is ``MISSING``).
+
+Without gold labels (a run folder of ``python -m membase``), :func:`prediction_distribution`
+summarises what was predicted instead.
 
 Retrieval (§10): :func:`recall_at_k` with micro and macro averaging.
 """
@@ -23,26 +27,35 @@ from toolkits.bench_utils import ERROR_TYPES  # the one definition of the five m
 __all__ = [
     "ERROR_TYPES",
     "FAILED_LABEL",
+    "MISSING_LABEL",
     "AttributionRecord",
     "attribution_metrics",
     "bootstrap_interval",
     "confusion_matrix",
+    "prediction_distribution",
     "recall_at_k",
     "recall_by_group",
 ]
 
 FAILED_LABEL = "FAILED"
 """Confusion-matrix column of cases without a prediction."""
+MISSING_LABEL = "MISSING"
+"""Gold row (and per-type key) of cases whose annotation has no usable ``final_error_type``."""
+
+
+def _label(value: Any) -> str | None:
+    """A gold label as given, or None when it is absent, not a string, or blank."""
+    return value if isinstance(value, str) and value.strip() else None
 
 
 @dataclass(frozen=True, kw_only=True)
 class AttributionRecord:
     """One scored case: the gold labels and the prediction (None when attribution failed)."""
 
-    gold_error_type: str
-    """Annotated ``final_error_type``."""
-    gold_op_id: str
-    """Annotated ``final_op_id``."""
+    gold_error_type: str | None
+    """Annotated ``final_error_type`` (None when the annotation has none)."""
+    gold_op_id: str | None
+    """Annotated ``final_op_id`` (None when the annotation has none)."""
     predicted_error_type: str | None
     """Predicted type, None for a failed case."""
     predicted_op_id: str | None
@@ -57,27 +70,37 @@ class AttributionRecord:
 
     @property
     def type_correct(self) -> bool:
-        """Exact match of the error type."""
-        return self.predicted_error_type is not None and self.predicted_error_type == self.gold_error_type
+        """Exact match of the error type (never true without a gold label)."""
+        return (
+            self.gold_error_type is not None
+            and self.predicted_error_type is not None
+            and self.predicted_error_type == self.gold_error_type
+        )
 
     @property
     def op_correct(self) -> bool:
-        """Exact match of the operation id."""
-        return self.predicted_op_id is not None and self.predicted_op_id == self.gold_op_id
+        """Exact match of the operation id (never true without a gold label)."""
+        return self.gold_op_id is not None and self.predicted_op_id is not None and self.predicted_op_id == self.gold_op_id
+
+    @property
+    def gold_row(self) -> str:
+        """The gold type as a table key (``MISSING`` when absent)."""
+        return self.gold_error_type if self.gold_error_type is not None else MISSING_LABEL
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any], *, group: str = "") -> AttributionRecord:
         """Build from an output record (annotation keys + ``error_attribution_result``).
 
-        A record with ``attribution_failure`` set (or no prediction dict) is a failed case.
+        A record with ``attribution_failure`` set (or no prediction dict) is a failed case. A
+        missing or non-string gold label is kept as None (that label is then never correct).
         """
         pred = result.get("error_attribution_result")
         if result.get("attribution_failure") is not None or not isinstance(pred, dict):
             # a failed case keeps a placeholder dict in the output; it is scored as failed
             pred = {}
         return cls(
-            gold_error_type=str(result["final_error_type"]),
-            gold_op_id=str(result["final_op_id"]),
+            gold_error_type=_label(result.get("final_error_type")),
+            gold_op_id=_label(result.get("final_op_id")),
             predicted_error_type=pred.get("error_type"),
             predicted_op_id=pred.get("op_id"),
             group=group,
@@ -117,13 +140,13 @@ def confusion_matrix(records: Iterable[AttributionRecord]) -> dict[str, dict[str
     records = list(records)
     labels = list(ERROR_TYPES)
     for r in records:
-        for label in (r.gold_error_type, r.predicted_error_type):
+        for label in (r.gold_row, r.predicted_error_type):
             if label is not None and label not in labels:
                 labels.append(label)
     columns = [*labels, FAILED_LABEL]
     matrix = {g: dict.fromkeys(columns, 0) for g in labels}
     for r in records:
-        matrix[r.gold_error_type][r.predicted_error_type if r.predicted_error_type is not None else FAILED_LABEL] += 1
+        matrix[r.gold_row][r.predicted_error_type if r.predicted_error_type is not None else FAILED_LABEL] += 1
     return matrix
 
 
@@ -175,13 +198,59 @@ def attribution_metrics(
     by_type: dict[str, list[AttributionRecord]] = {}
     by_group: dict[str, list[AttributionRecord]] = {}
     for r in records:
-        by_type.setdefault(r.gold_error_type, []).append(r)
+        by_type.setdefault(r.gold_row, []).append(r)
         by_group.setdefault(r.group, []).append(r)
     order = [t for t in ERROR_TYPES if t in by_type] + sorted(t for t in by_type if t not in ERROR_TYPES)
     out["by_error_type"] = {t: _summary(by_type[t], samples=bootstrap_samples, seed=seed) for t in order}
     out["by_group"] = {g: _summary(by_group[g], samples=bootstrap_samples, seed=seed) for g in sorted(by_group)}
     out["confusion_matrix"] = confusion_matrix(records)
     return out
+
+
+def _ranked(counter: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def prediction_distribution(predictions: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """What was predicted, for runs without gold labels.
+
+    Args:
+        predictions: One item per case: None for a failed case, else a mapping with
+            ``error_type`` and optionally ``op_name`` / ``op_category`` of the blamed operation
+            (None or missing when the op id is empty or not in the graph).
+
+    Returns:
+        ``total_cases``, ``attributed_cases``, ``failed_cases``, ``by_error_type`` (all five types,
+        zeros included, then any other label), ``by_operation_name`` and
+        ``by_operation_category`` (most blamed first; ``"(none)"`` for predictions without a
+        resolvable operation), and ``by_error_type_and_operation_name``.
+    """
+    by_type: dict[str, int] = dict.fromkeys(ERROR_TYPES, 0)
+    by_name: dict[str, int] = {}
+    by_category: dict[str, int] = {}
+    by_type_name: dict[str, dict[str, int]] = {}
+    failed = 0
+    for p in predictions:
+        if p is None:
+            failed += 1
+            continue
+        etype = str(p.get("error_type"))
+        name = str(p.get("op_name") or "(none)")
+        category = str(p.get("op_category") or "(none)")
+        by_type[etype] = by_type.get(etype, 0) + 1
+        by_name[name] = by_name.get(name, 0) + 1
+        by_category[category] = by_category.get(category, 0) + 1
+        row = by_type_name.setdefault(etype, {})
+        row[name] = row.get(name, 0) + 1
+    return {
+        "total_cases": len(predictions),
+        "attributed_cases": len(predictions) - failed,
+        "failed_cases": failed,
+        "by_error_type": by_type,
+        "by_operation_name": _ranked(by_name),
+        "by_operation_category": _ranked(by_category),
+        "by_error_type_and_operation_name": {t: _ranked(by_type_name[t]) for t in by_type if t in by_type_name},
+    }
 
 
 def recall_at_k(

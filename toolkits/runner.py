@@ -14,6 +14,11 @@ registered in :mod:`toolkits.strategies`). For every case it
    backoff;
 5. validates the prediction and writes it to the cache atomically.
 
+Cache entries (and entries handed in with ``resume``) are keyed by the SHA-256 of the graph's
+content — hashed once per graph — plus the case, every config field that changes the answer and
+a fingerprint of the prompt sources, so an edited graph or prompt never replays a stale answer.
+A damaged entry is a miss (with a warning), never a crash.
+
 Any failure of one case — an API error that survives the retries, a missing node, no answer
 within ``max_iters`` — becomes a :class:`CaseResult` with ``failure`` set; the other cases go
 on. Failed cases are not cached, so a rerun retries them while skipping finished ones. Tokens,
@@ -41,7 +46,7 @@ from toolkits._base import (
     redact,
     resolve_api_pool,
 )
-from toolkits._case_cache import CaseCache, cache_key
+from toolkits._case_cache import CaseCache, InvalidEntryError, cache_key, validate_entry
 from toolkits.metrics import ERROR_TYPES
 from toolkits.retrieval import (
     OURS_SETTINGS,
@@ -55,9 +60,11 @@ from toolkits.strategies import StrategyContext, StrategySpec, get_strategy
 __all__ = ["CaseResult", "MemTraceConfig", "MemTraceRunner", "RunCosts", "RunReport"]
 
 _TIMEOUT_GRACE_S = 5.0
-CACHE_FORMAT_VERSION = 1
-"""Bumped when prompts or the cache payload change, so stale entries miss."""
-
+CACHE_FORMAT_VERSION = 2
+"""Bumped when prompts or the cache payload change, so stale entries miss (2: graphs are keyed
+by content, not by ``graph_id``)."""
+FAILURE_TEXT_LIMIT = 500
+"""Longest failure text written anywhere (cut *after* secrets are masked)."""
 
 
 class _InnerTimeoutError(Exception):
@@ -123,6 +130,10 @@ class MemTraceConfig(AgentBaseConfig):
     evidence_flow_seed: bool = False
     """Seed the graph-search agent with the no-LLM ``evidence_flow`` result: its trail's last nodes
     join the starting frontier and its suspicion is added to the instructions as a claim to verify."""
+    obs_identities: bool = False
+    """Flat-log (OBS) strategy only — ours, not the paper's: show every variable's full node id in
+    the log and each starting evidence's id and the operations touching it in the hint. Off (the
+    paper's ablation): evidence is shown by content and time only."""
 
     def retrieval_settings(self) -> RetrievalSettings:
         """The retrieval settings implied by ``retrieval_algorithm`` and ``candidate_multiplier``."""
@@ -137,7 +148,7 @@ class MemTraceConfig(AgentBaseConfig):
             "llama_cpp_compat",
             "embedding_provider", "embedding_model_name", "embedding_dimensions", "embedding_base_url",
             "retrieval_type", "retrieval_algorithm", "starting_point_query_type", "num_starting_points",
-            "candidate_multiplier", "evidence_flow_seed",
+            "candidate_multiplier", "evidence_flow_seed", "obs_identities",
         )  # fmt: skip
         return {k: getattr(self, k) for k in keys}
 
@@ -155,7 +166,11 @@ class CaseResult:
     elapsed_seconds: float = 0.0
     """Wall-clock time of the case (retrieval and retries included); cached time for cache hits."""
     cached: bool = False
-    """True when the result came from the cache."""
+    """True when the result was reused (from the cache, or from ``resume`` entries)."""
+    reused_from: Literal["cache", "resume"] | None = None
+    """Where a reused result came from (None when the case ran)."""
+    cache_key: str | None = None
+    """The case's cache key (None if it could not be computed)."""
     attempts: int = 0
     """Strategy runs (0 for cache hits and cases that failed before the strategy)."""
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "num_calls": 0})
@@ -169,6 +184,18 @@ class CaseResult:
     def ok(self) -> bool:
         """True when a prediction exists."""
         return self.prediction is not None
+
+    def cache_entry(self) -> dict[str, Any] | None:
+        """The stored form of a successful result (cache files, output journals); None if failed."""
+        if self.prediction is None:
+            return None
+        return {
+            "error_attribution_result": dict(self.prediction),
+            "time": self.elapsed_seconds,
+            "usage": dict(self.usage),
+            "evidence_ids": self.evidence_ids,
+            "evidence_source": self.evidence_source,
+        }
 
 
 @dataclass(kw_only=True)
@@ -237,9 +264,26 @@ def _outcome_is_transient(outcome: Any) -> bool:
     return isinstance(error, BaseException) and is_transient_error(error)
 
 
-def _one_line(text: str, limit: int = 500) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+def _flat(text: Any) -> str:
+    """One line, whole: failure texts are masked before they are cut (:meth:`MemTraceRunner._finish_text`)."""
+    return " ".join(str(text).split())
+
+
+def _cut(text: str, limit: int = FAILURE_TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def graph_fingerprint(graph: Any) -> str:
+    """SHA-256 of a graph's exported content (falls back to ``graph_id`` for objects that cannot
+    export themselves)."""
+    import hashlib
+    import json
+
+    export = getattr(graph, "export_graph", None)
+    if export is None:
+        return f"graph_id:{getattr(graph, 'graph_id', None)}"
+    blob = json.dumps(export(), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 _PROMPT_MODULES = (
@@ -319,6 +363,7 @@ class MemTraceRunner:
         self._prompts_fingerprint: str | None = None
         self._effective_retrieval: str | None = None
         self._owns_retriever_pool = retriever_pool is None
+        self._graph_digests: dict[int, tuple[Any, str]] = {}
 
     # -- resources ------------------------------------------------------------------------------
 
@@ -416,7 +461,7 @@ class MemTraceRunner:
         return {
             "cache_format_version": CACHE_FORMAT_VERSION,
             "prompts": self._prompts_fingerprint,
-            "graph_id": getattr(graph, "graph_id", None),
+            "graph": self.graph_digest(graph),
             "case": _case_identity(case),
             "config": config,
             "arun_args": {
@@ -426,6 +471,55 @@ class MemTraceRunner:
                 "custom_prior_knowledge": custom_prior_knowledge,
             },
         }
+
+    def graph_digest(self, graph: Any) -> str:
+        """The content hash of ``graph``, computed once per graph object and run."""
+        known = self._graph_digests.get(id(graph))
+        if known is not None and known[0] is graph:
+            return known[1]
+        digest = graph_fingerprint(graph)
+        self._graph_digests[id(graph)] = (graph, digest)  # the reference keeps id() from being reused
+        return digest
+
+    def case_key(self, graph: Any, case: Any, **kwargs: Any) -> str:
+        """The cache key of one case (see :meth:`cache_identifier` for ``kwargs``)."""
+        return cache_key(self.cache_identifier(graph, case, **kwargs))
+
+    def _reused_result(
+        self, index: int, key: str, resume: Any
+    ) -> CaseResult | None:
+        """A valid earlier result of this case (``resume`` entries first, then the cache), or None."""
+        sources: list[tuple[Literal["cache", "resume"], Any]] = []
+        if resume is not None and key in resume:
+            sources.append(("resume", resume[key]))
+        if self._cache is not None:
+            sources.append(("cache", self._cache.load(key)))
+        for source, raw in sources:
+            if raw is None:
+                continue
+            try:
+                entry = validate_entry(raw)
+            except InvalidEntryError as exc:
+                where = self._cache.path_for(key) if source == "cache" and self._cache else "the resumed run"
+                warnings.warn(f"case {index}: ignoring the stored result in {where} ({exc}); attributing it again",
+                              stacklevel=2)
+                continue
+            return CaseResult(
+                index=index,
+                prediction=dict(entry["error_attribution_result"]),
+                elapsed_seconds=entry["time"],
+                cached=True,
+                reused_from=source,
+                cache_key=key,
+                usage=dict(entry["usage"]),
+                evidence_ids=entry["evidence_ids"],
+                evidence_source=entry["evidence_source"],
+            )
+        return None
+
+    def _finish_text(self, text: str) -> str:
+        """Mask secrets, then cut: a key straddling the cut can never be written half-masked."""
+        return _cut(_flat(redact(text, self._secrets())))
 
     async def _starting_evidence(
         self, graph: Any, case: Any, *, use_source: bool, use_pseudo: bool
@@ -466,14 +560,14 @@ class MemTraceRunner:
             except _InnerTimeoutError as wrapped:
                 # the strategy's own TimeoutError (e.g. an HTTP read timeout): a transient error
                 exc = wrapped.__cause__ or wrapped
-                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                failure = f"{type(exc).__name__}: {_flat(exc)}"
             except TimeoutError as exc:
                 if cfg.case_timeout_s is not None:  # only the outer limit raises it here
                     result.failure = f"timeout: no answer within {cfg.case_timeout_s:g} s"
                     return
-                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                failure = f"{type(exc).__name__}: {_flat(exc)}"
             except Exception as exc:  # noqa: BLE001 - isolate every per-case error
-                failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                failure = f"{type(exc).__name__}: {_flat(exc)}"
                 if not is_transient_error(exc):
                     result.failure = failure
                     return
@@ -495,7 +589,7 @@ class MemTraceRunner:
                     result.prediction = pred
                     result.failure = None
                     return
-                failure = _one_line(outcome_failure or "no answer: the strategy returned no prediction")
+                failure = _flat(outcome_failure or "no answer: the strategy returned no prediction")
                 if not _outcome_is_transient(outcome):
                     result.failure = failure
                     return
@@ -514,27 +608,25 @@ class MemTraceRunner:
         costs: RunCosts,
         kwargs: dict[str, Any],
         on_result: Callable[[CaseResult], None] | None,
+        resume: Any = None,
     ) -> CaseResult:
-        key = None
-        if self._cache is not None:
-            key = cache_key(self.cache_identifier(graph, case, **kwargs))
-            entry = self._cache.load(key)
-            if entry is not None and isinstance(entry.get("error_attribution_result"), dict):
-                result = CaseResult(
-                    index=index,
-                    prediction=_prediction_dict(entry["error_attribution_result"]),
-                    elapsed_seconds=float(entry.get("time", 0.0)),
-                    cached=True,
-                    evidence_ids=entry.get("evidence_ids"),
-                    evidence_source=entry.get("evidence_source"),
-                )
-                costs.cached_cases += 1
-                if on_result:
-                    on_result(result)
-                return result
+        key: str | None = None
+        try:
+            # inside the per-case isolation: a graph that cannot be hashed or a damaged stored
+            # entry only costs this case its reuse
+            key = self.case_key(graph, case, **kwargs)
+            reused = self._reused_result(index, key, resume)
+        except Exception as exc:  # noqa: BLE001 - never let one case's lookup stop the run
+            warnings.warn(f"case {index}: no cache lookup ({type(exc).__name__}: {_cut(_flat(exc))})", stacklevel=2)
+            reused = None
+        if reused is not None:
+            costs.cached_cases += 1
+            if on_result:
+                on_result(reused)
+            return reused
         async with semaphore:
             started = time.perf_counter()
-            result = CaseResult(index=index, prediction=None)
+            result = CaseResult(index=index, prediction=None, cache_key=key)
             try:
                 if case.query_full_node_id not in graph:
                     result.failure = (
@@ -566,10 +658,10 @@ class MemTraceRunner:
                     )
                     await self._attempts(strategy, ctx, result)
             except Exception as exc:  # noqa: BLE001 - retrieval/graph errors stay with this case
-                result.failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                result.failure = f"{type(exc).__name__}: {_flat(exc)}"
             result.elapsed_seconds = time.perf_counter() - started
         if result.failure is not None:
-            result.failure = redact(result.failure, self._secrets())
+            result.failure = self._finish_text(result.failure)
             result.prediction = None
         elif result.prediction is not None:
             # a model can echo anything it was shown; keys must not reach the cache or outputs
@@ -580,14 +672,8 @@ class MemTraceRunner:
         costs.total_output_tokens += result.usage["output_tokens"]
         costs.total_model_calls += result.usage["num_calls"]
         costs.total_seconds += result.elapsed_seconds
-        if result.ok and self._cache is not None and key is not None:
-            entry = {
-                "error_attribution_result": result.prediction,
-                "time": result.elapsed_seconds,
-                "usage": result.usage,
-                "evidence_ids": result.evidence_ids,
-                "evidence_source": result.evidence_source,
-            }
+        entry = result.cache_entry()
+        if entry is not None and self._cache is not None and key is not None:
             try:
                 self._cache.store(key, entry)
             except OSError as exc:
@@ -610,6 +696,7 @@ class MemTraceRunner:
         custom_prior_knowledge: str | None = None,
         *,
         on_result: Callable[[CaseResult], None] | None = None,
+        resume: Any = None,
     ) -> RunReport:
         """Attribute every case; never raises for a per-case problem.
 
@@ -621,7 +708,10 @@ class MemTraceRunner:
             use_pseudo_source_evidence: Otherwise start from retrieved messages.
             memory_system: Built-in system prior to use (graph strategy).
             custom_prior_knowledge: Prior text replacing the built-in one.
-            on_result: Called with each finished :class:`CaseResult` (progress bars).
+            on_result: Called with each finished :class:`CaseResult` (progress bars, journals).
+            resume: Stored results of an earlier run, ``{cache key: entry}`` in the cache's entry
+                format (e.g. read back from an output journal); a case whose key is there and whose
+                entry is valid is reused like a cache hit.
 
         Returns:
             Results in input order and the run's costs.
@@ -668,7 +758,7 @@ class MemTraceRunner:
         semaphore = asyncio.Semaphore(batch_size)
         costs = RunCosts()
         tasks = [
-            self._run_case(i, case, graph, strategy, semaphore, costs, kwargs, on_result)
+            self._run_case(i, case, graph, strategy, semaphore, costs, kwargs, on_result, resume)
             for i, (case, graph) in enumerate(zip(cases, graph_list, strict=True))
         ]
         try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import Field
+
 from membase.layers.base import MemBaseConfig, MemBaseLayer
 from membase.layers.buffer import MessageBufferMixin
 from membase.layers.parameters import ParameterTracer
@@ -34,7 +36,7 @@ class LongContextConfig(MemBaseConfig):
     """Config of the Long-Context layer."""
 
     message_separator: str = "\n"
-    context_window: int = 128000
+    context_window: int = Field(128000, ge=1, strict=True)
     """Token budget of the buffer; the oldest messages are dropped beyond it."""
     llm_model: str = "gpt-4.1-mini"
     """Only names the tokenizer (recorded in traces)."""

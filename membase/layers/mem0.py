@@ -90,7 +90,7 @@ class Mem0Config(MemBaseConfig):
     """`temperature` (0.0), `max_tokens` (2000), `api_key`, `base_url`, `api_config_path`, `cache_dir`."""
     embedder_provider: Literal["huggingface", "minilm", "openai", "fake"] = "huggingface"
     embedding_model: str = "all-MiniLM-L6-v2"
-    embedding_model_dims: int = 384
+    embedding_model_dims: int = Field(384, ge=1, strict=True)
     embedding_config: dict[str, Any] = Field(default_factory=dict)
     """`base_url`, `api_key` for an OpenAI-compatible embedding endpoint."""
     collection_name: str | None = None

@@ -38,9 +38,9 @@ POINTS_FILENAME = "naive_rag_points.json"
 class NaiveRAGConfig(MemBaseConfig):
     """Config of the NaiveRAG layer."""
 
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1, strict=True)
     """Document size limit in tokens (required when `deferred`)."""
-    num_overlap_msgs: int = 0
+    num_overlap_msgs: int = Field(0, ge=0, strict=True)
     """Messages carried over into the next document."""
     message_separator: str = "\n"
     deferred: bool = False
@@ -49,7 +49,7 @@ class NaiveRAGConfig(MemBaseConfig):
     """Only names the tokenizer."""
     retriever_name_or_path: str = "huggingface:all-MiniLM-L6-v2"
     """Embedder spec: `huggingface:all-MiniLM-L6-v2`, `openai:<model>`, `fake:<dim>`."""
-    retriever_dim: int = 384
+    retriever_dim: int = Field(384, ge=1, strict=True)
     embedding_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra embedder arguments (`base_url`, `api_key` for `openai:` models)."""
     vector_store: Literal["local", "memory", "server"] = "local"

@@ -120,13 +120,25 @@ def test_hint_changes_after_the_first_tool_and_lists_evidence(notebook, bench_ca
     first = notebook.hint()
     assert first.startswith("<system-hint>\n") and first.endswith("\n</system-hint>")
     assert "call inspect_trace" in first
-    assert "### Source Evidence 1\nfull_node_id: U1:D2:2@1\ncreated_at: " in first
-    touching = [op.op_id for op in graph.get_operations_by_variable("U1:D2:2@1")]
-    assert f"operations touching it: {', '.join(touching)}\n" in first
+    # the paper's ablation: evidence by content and time only, no id, no lineage
+    evidence = graph.get_variable("U1:D2:2@1")
+    assert f"### Source Evidence 1\ncreated_at: {evidence.created_at}\nvalue: " in first
+    assert "U1:D2:2@1" not in first and "full_node_id" not in first and "touching" not in first
+    assert not any(op.op_id in first for op in graph.get_all_operations())
     notebook.view_log_window(offset=1)
     later = notebook.hint()
     assert "call inspect_trace" not in later and "do not repeat searches" in later
     assert "### Source Evidence 1" in later
+
+
+def test_identities_are_an_opt_in_that_adds_ids_and_lineage(bench_case):
+    graph, case, _ = bench_case
+    ours = CCTraceNotebook.from_graph(graph, case.source_evidence_full_node_ids, identities=True)
+    hint = ours.hint()
+    assert "### Source Evidence 1\nfull_node_id: U1:D2:2@1\ncreated_at: " in hint
+    touching = [op.op_id for op in graph.get_operations_by_variable("U1:D2:2@1")]
+    assert f"operations touching it: {', '.join(touching)}\n" in hint
+    assert "<full_node_id>U1:D2:2@1</full_node_id>" in ours.text
 
 
 def test_hint_shows_at_most_eight_evidence_rows_and_clips_long_values():
@@ -144,7 +156,11 @@ def test_unknown_evidence_ids_are_skipped_with_a_warning(bench_case):
     assert [(r.rank, r.full_node_id) for r in notebook.evidence_rows] == [(1, "U1:D2:2@1")]
 
 
-def test_from_graph_uses_the_whole_log_with_variable_ids(bench_case):
+def test_from_graph_uses_the_whole_identity_free_log_by_default(bench_case):
     graph, _, _ = bench_case
-    assert CCTraceNotebook.from_graph(graph).text == flatten_execution_graph(graph, include_variable_ids=True)
-    assert "<full_node_id>" not in CCTraceNotebook.from_graph(graph, include_variable_ids=False).text
+    paper = CCTraceNotebook.from_graph(graph)
+    assert paper.text == flatten_execution_graph(graph)
+    assert "<full_node_id>" not in paper.text and "U1:D2:2@1" not in paper.text
+    assert all(op.op_id in paper.index.op_ids for op in graph.get_all_operations())  # ops stay findable
+    ours = CCTraceNotebook.from_graph(graph, identities=True)
+    assert ours.text == flatten_execution_graph(graph, include_variable_ids=True)

@@ -180,30 +180,32 @@ DRIVER = textwrap.dedent(
 )
 
 
-def test_kill_and_rerun_resumes_from_cache(bench_dir, tmp_path):
+def test_kill_and_rerun_resumes_from_the_journal(bench_dir, tmp_path):
+    """SIGKILL mid-run: the finished cases survive in the journal; a rerun (no cache) resumes."""
+    from toolkits._journal import journal_path
+
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER.format(repo=str(REPO), op=OP_EXTRACT_5, reason=REASON))
-    cache = tmp_path / "cache"
     out = tmp_path / "resume.json"
-    args = [str(bench_dir), "mem0", "--output-path", str(out), "--cache-dir", str(cache), *BASE_ARGS, "--batch-size", "1"]
+    journal = journal_path(out)
+    args = [str(bench_dir), "mem0", "--output-path", str(out), *BASE_ARGS, "--batch-size", "1"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, str(driver), *args], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while len(list(cache.glob("*.json"))) < 2:  # cases 1 and 2 finished, case 3 hangs
+        while not journal.exists() or len(journal.read_text().splitlines()) < 3:  # header + cases 1 and 2
             assert proc.poll() is None, "the driver exited before it was killed"
-            assert time.monotonic() < deadline, "no cache entries appeared"
+            assert time.monotonic() < deadline, "no journal lines appeared"
             time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    # the two finished cases were checkpointed to the output as they finished
-    partial = json.loads(out.read_text())
-    assert partial["complete"] is False and partial["metrics"]["total_cases"] == 2
-    assert not list(cache.glob("*.tmp")) and not list(tmp_path.glob(".resume.json.*"))
+    lines = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    assert [line["record"]["final_error_type"] for line in lines] == ["ExtractionError", "RetrievalError"]
+    assert not out.exists() and not list(tmp_path.glob(".resume.json.*"))  # no half-written output
 
     executed = []
 
@@ -212,11 +214,13 @@ def test_kill_and_rerun_resumes_from_cache(bench_dir, tmp_path):
         return ScriptedChatModel([answer("UpdateError", OP_UPDATE_5, REASON)])
 
     assert run_error_attribution.main(args, model_factory=factory) == 0
-    assert executed == ["UpdateError", "ResponseError"]
+    assert executed == ["UpdateError", "ResponseError"]  # the journalled cases were not run again
     data = json.loads(out.read_text())
     assert [r["attribution_cached"] for r in data["results"]] == [True, True, False, False]
+    assert data["results"][0]["error_attribution_result"]["op_id"] == OP_EXTRACT_5
     assert data["metrics"]["cost_totals"]["cached_cases"] == 2
-    assert data["metrics"]["failed_cases"] == 0
+    assert data["metrics"]["failed_cases"] == 0 and data["complete"] is True
+    assert not journal.exists()  # folded into the output, then removed
 
 
 def test_graph_search_strategy_with_scripted_agent(bench_dir, tmp_path):

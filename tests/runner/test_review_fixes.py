@@ -223,8 +223,9 @@ def test_unwritable_output_or_cache_exits_2_before_any_case(bench_dir, tmp_path,
     assert "--cache-dir" in capsys.readouterr().err and not ran
 
 
-def test_checkpoints_without_cache_and_interrupt_hint(bench_dir, tmp_path, capsys, monkeypatch):
+def test_interrupt_writes_every_finished_case_and_keeps_the_journal(bench_dir, tmp_path, capsys, monkeypatch):
     import run_error_attribution
+    from toolkits._journal import journal_path
 
     out = tmp_path / "out" / "ck.json"
     real_run = asyncio.run
@@ -235,10 +236,11 @@ def test_checkpoints_without_cache_and_interrupt_hint(bench_dir, tmp_path, capsy
 
     monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
     assert run_error_attribution.main(_cli_args(bench_dir, out, "--batch-size", "1")) == 130
-    err = capsys.readouterr().err
-    assert "rerun the same command to resume" not in err and "--cache-dir" in err
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("interrupted: 4 of 4 case(s)") and "\n" not in err and "rerun the same command" in err
     data = json.loads(out.read_text())
-    assert data["complete"] is False and data["metrics"]["total_cases"] == 4  # every finished case was checkpointed
+    assert data["complete"] is False and data["metrics"]["total_cases"] == 4  # every finished case is there
+    assert len(journal_path(out).read_text().splitlines()) == 5  # header + 4 cases, kept to resume
 
 
 def test_failed_records_have_a_placeholder_and_count_as_failed():
