@@ -48,6 +48,8 @@ class PipelineSettings:
     judge_batch_size: int = 4
     tracing: bool = True
     show_progress: bool = True
+    context_builder: Any = None
+    """``fn(memories) -> context`` of the answering step (None: membase's default)."""
 
     def describe(self) -> dict[str, Any]:
         """The settings as JSON (model names, not objects)."""
@@ -58,6 +60,7 @@ class PipelineSettings:
             "metrics": list(self.metrics),
             "qa_batch_size": self.qa_batch_size,
             "judge_batch_size": self.judge_batch_size,
+            **({"context_builder": repr(self.context_builder)} if self.context_builder is not None else {}),
         }
 
 
@@ -202,6 +205,7 @@ def run_pipeline(
         ),
         qa_model=settings.qa_model,
         judge_model=settings.judge_model if "llm_judge" in settings.metrics else None,
+        **({"context_builder": settings.context_builder} if settings.context_builder is not None else {}),
     )
     evaluation = evaluation_runner.run()
     outputs = json.loads(evaluation_runner.output_path.read_text(encoding="utf-8"))
