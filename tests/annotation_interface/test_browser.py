@@ -1,0 +1,71 @@
+"""The app in a real browser: Streamlit on 127.0.0.1, headless Chromium driven over DevTools.
+
+Checks what a user sees, not the script: the plotly timeline and the question list are in the
+DOM (Streamlit renders over a websocket after load, so a blank page would fail), a click on a
+view and on a button reach the server, and screenshots are saved for inspection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from annotation_interface.browser import Chromium, Page, StreamlitServer, find_chromium
+
+pytest.importorskip("websockets", reason="the websockets package (a streamlit dependency) is missing")
+CHROMIUM = find_chromium()
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash scripts/install_chromium.sh)"),
+]
+
+PLOT_POINTS = """(() => {
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  return plots.map(p => (p.data || []).reduce((n, t) => n + ((t.customdata || []).length), 0));
+})()"""
+
+
+async def _drive(chromium: Chromium, url: str, shots) -> dict:
+    seen: dict = {}
+    async with Page(chromium.page_ws_url()) as page:
+        await page.navigate(url)
+        await page.wait_for("document.querySelectorAll('.js-plotly-plot .scatterlayer .trace').length > 0", timeout=90)
+        await page.wait_idle()
+        seen["title"] = await page.evaluate("document.body.innerText.includes('MemTrace')")
+        seen["sidebar"] = await page.evaluate(
+            "document.querySelector('[data-testid=\"stSidebar\"]').innerText")
+        seen["points"] = await page.evaluate(PLOT_POINTS)
+        seen["markers"] = await page.evaluate("document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length")
+        await page.screenshot(shots / "timeline.png")
+
+        assert await page.click_text("[data-testid='stSidebar'] button", "Attribute")
+        await page.wait_for("document.body.innerText.includes('Candidate subgraphs')", timeout=60)
+        await page.wait_idle()
+        assert await page.click_text("button", "Run evidence_flow")
+        await page.wait_for("document.body.innerText.includes('status attributed')", timeout=60)
+        await page.wait_idle()
+        seen["attribution"] = await page.evaluate("document.body.innerText")
+        await page.screenshot(shots / "attribution.png")
+    return seen
+
+
+def test_timeline_and_question_list_render_in_chromium(faultbench, tmp_path):
+    shots = tmp_path / "screenshots"
+    args = ["--data", str(faultbench / "mem0"), "--index-dir", str(tmp_path / "index"),
+            "--output-path", str(tmp_path / "annotations.json")]
+    with StreamlitServer(args, log_path=str(tmp_path / "streamlit.log")) as server, \
+            Chromium(CHROMIUM, width=1400, height=1000) as chromium:
+        seen = asyncio.run(_drive(chromium, server.url, shots))
+    assert seen["title"]
+    # the question list of the first graph (mem0-locomo-3-1.json)
+    assert "locomo-qa-3-69" in seen["sidebar"] and "locomo-qa-3-70" in seen["sidebar"]
+    assert "2 questions: 0 correct, 2 wrong" in seen["sidebar"]
+    # the timeline chart holds one clickable point per message plus one handle per message
+    assert 24 * 2 in seen["points"], json.dumps(seen["points"])
+    assert seen["markers"] >= 48
+    assert "UpdateError" in seen["attribution"] and "Append current case to output file" in seen["attribution"]
+    for name in ("timeline.png", "attribution.png"):
+        png = (shots / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a blank page compresses far smaller
