@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .loader import GraphFileError, file_stamp, read_graph_json, remember_raw
-from .parser import build_graph_index, is_graph_export
+from .parser import GraphIndex, build_graph_index, is_graph_export
 
 __all__ = [
     "INDEX_FORMAT",
@@ -141,8 +141,7 @@ def _display_name(path: Path, root: Path) -> str:
     return path.name if root.is_file() else path.relative_to(root).as_posix()
 
 
-def _entry_from_raw(raw: Any, path: Path, root: Path, stamp: Any) -> dict[str, Any]:
-    index = build_graph_index(raw)
+def _entry_from_raw(index: GraphIndex, path: Path, root: Path, stamp: Any) -> dict[str, Any]:
     counts = {"questions": len(index.qas), "messages": len(index.messages), "nodes": index.node_count,
               "annotations": len(index.annotations)}
     for status in ("correct", "wrong", "unjudged"):
@@ -178,11 +177,12 @@ def _classify(path: Path, root: Path, keep_raw: bool) -> dict[str, Any]:
     if not is_graph_export(raw):
         return {**base, "kind": "not_graph", "message": "valid JSON but not a graph export (no data.nodes list)"}
     try:
-        record = _entry_from_raw(raw, path, root, stamp)
+        index = build_graph_index(raw)
+        record = _entry_from_raw(index, path, root, stamp)
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the others
         return {**base, "kind": "error", "message": f"cannot be indexed ({type(exc).__name__}: {exc})"}
     if keep_raw:
-        remember_raw(stamp, raw)
+        remember_raw(stamp, raw, index)
     return record
 
 

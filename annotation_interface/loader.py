@@ -13,8 +13,10 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,23 +81,24 @@ def read_graph_json(path: str | os.PathLike[str]) -> Any:
 
 
 _handoff_lock = threading.Lock()
-_handoff: tuple[FileStamp, Any] | None = None
+_handoff: tuple[FileStamp, Any, GraphIndex | None] | None = None
 
 
-def remember_raw(stamp: FileStamp, raw: Any) -> None:
-    """Keep the raw JSON of one file for the next :func:`load_graph` of the same content."""
+def remember_raw(stamp: FileStamp, raw: Any, index: GraphIndex | None = None) -> None:
+    """Keep the raw JSON (and its index, when built) of one file for the next :func:`load_graph`
+    of the same content."""
     global _handoff
     with _handoff_lock:
-        _handoff = (stamp, raw)
+        _handoff = (stamp, raw, index)
 
 
-def _take_raw(stamp: FileStamp) -> Any | None:
+def _take_raw(stamp: FileStamp) -> tuple[Any, GraphIndex | None] | None:
     global _handoff
     with _handoff_lock:
         if _handoff is not None and _handoff[0] == stamp:
-            raw = _handoff[1]
+            _, raw, index = _handoff
             _handoff = None
-            return raw
+            return raw, index
     return None
 
 
@@ -108,18 +111,38 @@ def forget_raw() -> None:
 
 @dataclass(kw_only=True)
 class ParsedGraph:
-    """An opened graph."""
+    """An opened graph.
+
+    :meth:`memo` keeps derived objects (subgraphs, figures, attribution results) with the graph:
+    the graph is shared by every browser session, so is what is computed from it.
+    """
 
     stamp: FileStamp
     network: Any
     """The ``smartcomment.ExecNetwork``."""
     index: GraphIndex
     load_seconds: float
+    memo_size: int = 512
+    _memo: OrderedDict[Hashable, Any] = field(default_factory=OrderedDict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def path(self) -> Path:
         """Absolute path of the file."""
         return Path(self.stamp.path)
+
+    def memo(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """``build()`` once per key (least recently used entries beyond ``memo_size`` are dropped)."""
+        with self._memo_lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = build()
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > self.memo_size:
+                self._memo.popitem(last=False)
+        return value
 
 
 def load_graph(path: str | os.PathLike[str]) -> ParsedGraph:
@@ -137,15 +160,15 @@ def load_graph(path: str | os.PathLike[str]) -> ParsedGraph:
         stamp = file_stamp(p)
     except OSError as exc:
         raise GraphFileError(f"{p.name}: cannot be read ({exc.strerror or exc})") from None
-    raw = _take_raw(stamp)
-    if raw is None:
-        raw = read_graph_json(p)
+    handed = _take_raw(stamp)
+    raw, index = handed if handed is not None else (read_graph_json(p), None)
     if not is_graph_export(raw):
         raise GraphFileError(f"{p.name}: not a smartcomment graph export (no data.nodes list)")
     try:
         with _gc_paused():
             network = ExecNetwork.import_graph(raw)
-            index = build_graph_index(raw)
+            if index is None:
+                index = build_graph_index(raw)
     except NotAGraphError as exc:
         raise GraphFileError(f"{p.name}: {exc}") from None
     except GraphFormatError as exc:

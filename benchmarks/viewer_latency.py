@@ -1,0 +1,260 @@
+"""How fast the annotation interface opens a big graph and answers clicks.
+
+The graph: the tracer benchmark's synthetic Mem0 construction pipeline (``_tracer_workload.py``;
+10,000 messages give 46k nodes) followed by a search and an evaluation stage recorded with the
+public smartcomment API the way ``membase`` records them (per question a ``query`` node, a
+``memory_system.search_vector_store`` op to the latest memory units, a ``question-answering`` op
+and an ``llm-judge`` op; every third answer judged wrong).
+
+Measured, each step in a fresh process where it matters:
+
+* **engine, cold** — ``open_dataset`` without an index (parse + index the file) and
+  ``load_graph`` (JSON parse, ``ExecNetwork.import_graph``, the viewer's index);
+* **engine, warm index** — the same with the dataset index already on disk (a restarted app);
+* **page** — ``streamlit.testing`` AppTest of the real app: the first page (graph opened inside
+  the run) and then every click of a session (pick a message, open its op, related variables,
+  switch question filter, attribute a question, run evidence_flow, move the trail slider, change
+  timeline page): wall time of each rerun, which is what the server spends before the browser
+  can draw.
+
+    python benchmarks/viewer_latency.py                      # 10,000 messages, 200 questions, 3 repeats
+    python benchmarks/viewer_latency.py --messages 2000 --repeat 1
+    python benchmarks/viewer_latency.py --graph /tmp/big.json   # reuse a generated graph
+
+Goals (issue 13): the graph opens in under 5 s, every later click answers in under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+OPEN_GOAL_S = 5.0
+CLICK_GOAL_S = 1.0
+
+
+# ------------------------------------------------------------------------------ the big graph
+def build_graph(messages: int, questions: int, path: Path) -> dict:
+    """Record the workload plus search/evaluation stages and write the graph file."""
+    sys.path.insert(0, str(BENCH))
+    sys.path.insert(0, str(REPO))
+    import _tracer_workload as workload
+
+    from smartcomment import (
+        IdentityRegistry,
+        comment_graph,
+        comment_link,
+        comment_op,
+        comment_op_scope,
+        comment_session,
+        comment_variable,
+    )
+
+    IdentityRegistry.register(workload.MEM0_STRATEGY, workload._mem0_identity, exist_ok=True)
+    started = time.perf_counter()
+    dataset = workload.make_dataset(messages)
+    graph = workload.traced_pipeline(dataset)
+    units = [n.full_name for n in graph.get_all_nodes() if n.category == "memory_entry"]
+    units = list(dict.fromkeys(units))
+    step = max(1, messages // max(1, questions))
+    picked = [dataset[i] for i in range(0, messages, step)][:questions]
+    items = []
+    with comment_graph(graph=graph):
+        with comment_session(category="memory_search"):
+            for q, item in enumerate(picked, start=1):
+                qa_id = f"locomo-qa-bench-{q}"
+                msg = item["msg"]
+                question = f"What did {msg['name']} talk about in {msg['id']}?"
+                query = comment_variable(question, to_runtime=True, id_strategy=lambda _v, i=qa_id: i,
+                                         class_name="query", category="message & query",
+                                         metadata={"question_type": "single-hop", "evidence": [msg["id"]]})
+                hits = [units[(q * 7 + k) % len(units)] for k in range(5)]
+                with comment_op_scope(op_name="memory_system.search_vector_store", category="retrieval"):
+                    for unit in hits:
+                        comment_link(source=query, target=({"id": unit}, {"id_strategy": lambda v: v["id"],
+                                                                           "identity_only": True}))
+                items.append((qa_id, question, hits, msg["content"].split(".")[0], q % 3 == 0))
+        with comment_session(category="memory_evaluation"):
+            prompt = comment_variable("Answer $question from $memories.", to_runtime=True,
+                                      id_strategy=lambda _t: "question-answering-prompt", category="prompt")
+            judge = comment_variable("Is $prediction right for $question given $golden_answers?", to_runtime=True,
+                                     id_strategy=lambda _t: "locomo-judge", class_name="judge_prompt",
+                                     category="prompt")
+            for qa_id, question, hits, gold, wrong in items:
+                prediction = "I do not know" if wrong else gold
+                context = ("\n".join(hits) + qa_id, {"class_name": "context", "category": "memory_context"})
+                q_item = (question, {"class_name": "query", "id_strategy": lambda _q, i=qa_id: i})
+                pred_item = (prediction, {"class_name": "prediction", "category": "llm_response"})
+                with comment_op_scope(op_name="question-answering", category="evaluation"):
+                    comment_op(inputs=[({"id": u}, {"id_strategy": lambda v: v["id"], "identity_only": True})
+                                       for u in hits], outputs=[context], reuse_op=True)
+                    comment_op(inputs=[q_item, context, prompt], outputs=[pred_item], reuse_op=True)
+                verdict = '{"label": "WRONG"}' if wrong else '{"label": "CORRECT"}'
+                response = (verdict, {"class_name": "judge_response", "category": "llm_response"})
+                with comment_op_scope(op_name="llm-judge", category="evaluation"):
+                    comment_op(inputs=[q_item, ([gold], {"class_name": "golden_answers", "encoding_fn": ", ".join,
+                                                         "category": "golden_answers"}), judge, pred_item],
+                               outputs=[response], reuse_op=True)
+                    comment_link(source=response, target=(0.0 if wrong else 1.0, {"class_name": "judge_score"}))
+    recorded = time.perf_counter() - started
+    graph.to_file(path)
+    return {"nodes": graph.node_count, "edges": graph.edge_count, "ops": graph.op_count, "questions": len(items),
+            "wrong": sum(1 for i in items if i[4]), "file_mb": round(path.stat().st_size / 1e6, 1),
+            "record_s": round(recorded, 1)}
+
+
+# ------------------------------------------------------------------------- measured in children
+def _engine(path: str, index_dir: str) -> dict:
+    from annotation_interface.dataset import open_dataset
+    from annotation_interface.loader import load_graph
+
+    t0 = time.perf_counter()
+    ds = open_dataset(path, index_dir)
+    t1 = time.perf_counter()
+    pg = load_graph(ds.graphs[0].graph_path)
+    t2 = time.perf_counter()
+    return {"open_dataset_s": t1 - t0, "load_graph_s": t2 - t1, "total_s": t2 - t0, "parsed_files": ds.parsed_files,
+            "nodes": pg.index.node_count, "messages": len(pg.index.messages), "questions": len(pg.index.qas)}
+
+
+def _page(path: str, index_dir: str, out: str) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    app = REPO / "annotation_interface" / "app.py"
+    sys.argv = [str(app), "--data", path, "--index-dir", index_dir, "--output-path", out]
+    import streamlit  # noqa: F401 - import cost is not the page's
+
+    import annotation_interface.app  # noqa: F401
+
+    timings: dict[str, float] = {}
+
+    def timed(name, fn):
+        t = time.perf_counter()
+        at = fn()
+        timings[name] = time.perf_counter() - t
+        if at.exception:
+            raise RuntimeError(f"{name}: {at.exception[0].value}")
+        return at
+
+    at = AppTest.from_file(str(app), default_timeout=600)
+    at = timed("first page (graph opened)", at.run)
+    at = timed("pick a message", lambda: at.selectbox(key="message_pick").select_index(5).run())
+    at = timed("open its op (Operation view)", lambda: at.button(key="message_open_op").click().run())
+    at = timed("back to the timeline", lambda: at.radio(key="view").set_value("Macro flow").run())
+    at = timed("related variables of the message", lambda: at.button(key="message_related").click().run())
+    at = timed("go to a neighbour", lambda: at.button(key="var_go").click().run())
+    at = timed("filter wrong questions", lambda: at.radio(key="qa_filter").set_value("wrong").run())
+    at = timed("attribute a question", lambda: at.button(key="qa_attr_0").click().run())
+    at = timed("run evidence_flow", lambda: at.button(key="run_ef").click().run())
+    at = timed("trail step 1", lambda: at.slider(key="trail_step").set_value(1).run())
+    at = timed("evidence -> timeline", lambda: at.button(key="qa_ev_1").click().run())
+    at = timed("next timeline page", lambda: at.number_input(key="tl_page").increment().run())
+    return timings
+
+
+def _child(mode: str, path: str, index_dir: str, out: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", mode, "--graph", path, "--index-dir", index_dir, "--out", out]
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("VIEWER_RESULT "):
+            return json.loads(line[len("VIEWER_RESULT "):])
+    raise RuntimeError(f"child {mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def _fmt(values: list[float]) -> str:
+    return f"{min(values):7.2f} {statistics.median(values):7.2f} {max(values):7.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=10_000)
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--graph", help="use this graph file instead of generating one")
+    ap.add_argument("--json-out", help="write all timings here")
+    ap.add_argument("--child", choices=("engine", "page"), help=argparse.SUPPRESS)
+    ap.add_argument("--index-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        fn = _engine if args.child == "engine" else _page
+        res = fn(args.graph, args.index_dir) if args.child == "engine" else fn(args.graph, args.index_dir, args.out)
+        print("VIEWER_RESULT " + json.dumps(res), flush=True)
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="viewer-bench-") as tmp:
+        tmpdir = Path(tmp)
+        info: dict = {}
+        if args.graph:
+            graph = Path(args.graph).resolve()
+        else:
+            graph = tmpdir / "big" / "graph_evaluation.json"
+            graph.parent.mkdir()
+            print(f"recording {args.messages} messages + {args.questions} questions …", flush=True)
+            info = _child_build(args.messages, args.questions, graph)
+        results: dict = {"graph": info, "cold": [], "warm": [], "page": []}
+        for r in range(args.repeat):
+            index_dir = tmpdir / f"index-{r}"
+            results["cold"].append(_child("engine", str(graph), str(index_dir), ""))
+            results["warm"].append(_child("engine", str(graph), str(index_dir), ""))
+            results["page"].append(_child("page", str(graph), str(index_dir), str(tmpdir / f"out-{r}.json")))
+            print(f"repeat {r + 1}/{args.repeat} done", flush=True)
+
+    first = results["warm"][0]
+    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}")
+    if info:
+        print(f"graph: {info['nodes']} nodes, {info['edges']} edges, {info['ops']} ops, {first['messages']} messages, "
+              f"{info['questions']} questions ({info['wrong']} wrong), {info['file_mb']} MB")
+    else:
+        print(f"graph: {first['nodes']} nodes, {first['messages']} messages, {first['questions']} questions")
+    print(f"{'seconds (min / median / max over ' + str(args.repeat) + ' fresh processes)':62s}   min  median     max")
+    rows = [
+        ("engine, no index: open_dataset (parse + index the file)", [c["open_dataset_s"] for c in results["cold"]]),
+        ("engine, no index: load_graph (hand-off, import, index)", [c["load_graph_s"] for c in results["cold"]]),
+        ("engine, no index: total", [c["total_s"] for c in results["cold"]]),
+        ("engine, saved index: open_dataset", [c["open_dataset_s"] for c in results["warm"]]),
+        ("engine, saved index: load_graph", [c["load_graph_s"] for c in results["warm"]]),
+    ]
+    for name in results["page"][0]:
+        rows.append((f"page: {name}", [p[name] for p in results["page"]]))
+    for name, values in rows:
+        print(f"{name:62s}{_fmt(values)}")
+    opens = [p["first page (graph opened)"] for p in results["page"]]
+    clicks = [v for p in results["page"] for k, v in p.items() if k != "first page (graph opened)"]
+    cold_total = [c["total_s"] for c in results["cold"]]
+    print(f"\nopen (first page, median) {statistics.median(opens):.2f} s = {statistics.median(opens) / OPEN_GOAL_S:.2f}"
+          f" of the {OPEN_GOAL_S:.0f} s goal; cold engine open {statistics.median(cold_total):.2f} s")
+    print(f"slowest click {max(clicks):.2f} s = {max(clicks) / CLICK_GOAL_S:.2f} of the {CLICK_GOAL_S:.0f} s goal; "
+          f"median click {statistics.median(clicks):.2f} s")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=1))
+    ok = statistics.median(opens) < OPEN_GOAL_S and max(clicks) < CLICK_GOAL_S
+    return 0 if ok else 1
+
+
+def _child_build(messages: int, questions: int, path: Path) -> dict:
+    """Record in a child process so the parent's memory stays small."""
+    code = (f"import json, sys, pathlib; sys.path.insert(0, {str(BENCH)!r}); from viewer_latency import build_graph; "
+            f"print('VIEWER_RESULT ' + json.dumps(build_graph({messages}, {questions}, pathlib.Path({str(path)!r}))))")
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("VIEWER_RESULT "):
+            return json.loads(line[len("VIEWER_RESULT "):])
+    raise RuntimeError(f"building the graph failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
