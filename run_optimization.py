@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="keep at most N questions per conversation (after --max-sessions)")
     ours.add_argument("--metrics", default="f1,bleu,llm_judge", help="evaluation metrics (comma list)")
     ours.add_argument("--temperature", type=float, default=1.0, help="temperature of the attribution and optimizer models")
+    ours.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True,
+                      help="stream the attribution and optimizer model replies")
     ours.add_argument("--optimizer-max-retries", type=_non_negative_int, default=2,
                       help="retries of a failing optimizer call (exponential backoff)")
     ours.add_argument("--retry-backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
@@ -126,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--bootstrap-samples", type=_non_negative_int, default=1000,
                       help="resamples of the before/after difference's 95%% interval (0: none)")
     ours.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
+    from toolkits.optimization.param_cli import add_arguments
+
+    add_arguments(p, _positive_int)
     return p
 
 
@@ -149,6 +154,10 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.objective == "context_recall":
+        from toolkits.optimization.param_cli import run_context_recall
+
+        return run_context_recall(args)
     from toolkits.optimization.cli import run_from_args
 
     return run_from_args(

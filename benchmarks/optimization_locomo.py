@@ -1,0 +1,258 @@
+"""Attribution-guided vs unguided parameter search for NaiveRAG on LoCoMo, scored with no LLM.
+
+Objective: context recall at a token budget (:mod:`toolkits.optimization.objective`): the share
+of non-adversarial questions whose every evidence message reaches the context handed to the
+answering step, cut to ``--budget`` tokens. NaiveRAG runs for real (MiniLM embeddings, qdrant
+local mode). Conversations ``--train`` are searched on, ``--held-out`` only scored.
+
+Rows of the table:
+
+* **default** — the starting layer config (``--layer-config``) with ``--top-k``;
+* **guided** — the parameter loop (:class:`toolkits.optimization.param_loop.ParameterRoundStep`):
+  ``--rounds`` rounds, each a traced run, ``evidence_flow`` attribution of the missed questions,
+  and a search over only the parameters found in the attributed operations' subgraphs;
+* **unguided** — the same search over every tunable parameter of the layer, one round, no
+  attribution, the same number of objective evaluations (``--evaluations``, incumbents included);
+* **grid** — every point of a full grid (the ceiling a search could reach), the best point on
+  the training conversations scored on the held-out ones; ``--grid-oracle`` also scores every
+  grid point on the held-out conversations and reports the best (an upper bound no method can
+  select without peeking).
+
+Each method builds its layers anew (its own hit tables), sharing only the on-disk embedding
+cache, so ``builds`` and wall time compare the methods' cost; embeddings computed by an earlier
+row are cache hits for a later one. Results go to ``--output-path`` after every row; a rerun
+skips finished rows (``--rerun`` recomputes them) and the loops resume from their folders.
+
+Run (2 CPU cores: 1-2 hours cold, minutes with a warm cache)::
+
+    python benchmarks/optimization_locomo.py --work-dir runs/optimization_locomo
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+DEFAULT_CONFIG = {"layer_type": "NaiveRAG"}
+GRID = {
+    "top_k": [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50],
+    "max_tokens": [128, 512],
+    "num_overlap_msgs": [0, 2],
+    "deferred": [False, True],
+}
+
+
+def _indexes(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset-path", default=str(DEFAULT_LOCOMO))
+    p.add_argument("--layer-config", default=None, help="starting layer config JSON (default: NaiveRAG defaults)")
+    p.add_argument("--train", default="0,1,2,3,4", help="training conversations (0-based)")
+    p.add_argument("--held-out", default="5,6,7,8,9", help="held-out conversations (0-based)")
+    p.add_argument("--budget", type=int, default=1000, help="context budget in tokens")
+    p.add_argument("--top-k", type=int, default=10, help="top_k of the starting config")
+    p.add_argument("--evaluations", type=int, default=20,
+                   help="objective evaluations per search method, incumbent scores included")
+    p.add_argument("--rounds", type=int, default=2, help="rounds of the guided loop")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work-dir", default="runs/optimization_locomo", help="caches and loop folders")
+    p.add_argument("--output-path", default=None, help="results JSON (default: <work-dir>/results.json)")
+    p.add_argument("--methods", default="default,guided,unguided,grid", help="rows to run, in order")
+    p.add_argument("--grid-oracle", action="store_true", help="also score every grid point on the held-out set")
+    p.add_argument("--rerun", action="store_true", help="recompute finished rows (caches are kept)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from membase.datasets import load_dataset
+    from toolkits.optimization.bundle import MemoryConfigBundle
+    from toolkits.optimization.objective import ContextRecallObjective
+    from toolkits.optimization.sampling import select
+
+    work = Path(args.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    output = Path(args.output_path) if args.output_path else work / "results.json"
+    config = json.loads(Path(args.layer_config).read_text(encoding="utf-8")) if args.layer_config else DEFAULT_CONFIG
+    initial = MemoryConfigBundle.from_layer_config(config).with_updates({"top_k": args.top_k})
+    full = load_dataset("LoCoMo", args.dataset_path)
+    train, held_out = _indexes(args.train), _indexes(args.held_out)
+    if set(train) & set(held_out):
+        print("error: --train and --held-out overlap", file=sys.stderr)
+        return 2
+    results: dict[str, Any] = {}
+    if output.is_file() and not args.rerun:
+        results = json.loads(output.read_text(encoding="utf-8")).get("rows", {})
+    cache = work / "cache"
+
+    def objective(indexes: list[int]) -> ContextRecallObjective:
+        return ContextRecallObjective(select(full, indexes), initial.backend, initial.layer_fields(),
+                                      budget=args.budget, cache_dir=cache, cache_tables=False,
+                                      show_progress=args.progress)
+
+    meta = {
+        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
+        "dataset": str(args.dataset_path), "train": train, "held_out": held_out, "budget_tokens": args.budget,
+        "evaluations": args.evaluations, "rounds": args.rounds, "seed": args.seed, "initial": initial.to_json_dict(),
+    }
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        if method in results:
+            continue
+        print(f"== {method}", file=sys.stderr)
+        started = time.perf_counter()
+        train_obj, eval_obj = objective(train), objective(held_out)
+        try:
+            row = RUNNERS[method](args, initial, train_obj, eval_obj, work)
+        finally:
+            train_obj.close()
+            eval_obj.close()
+        row.update(wall_seconds=time.perf_counter() - started,
+                   builds={"train": train_obj.builds, "held_out": eval_obj.builds},
+                   n_questions={"train": len(train_obj.questions), "held_out": len(eval_obj.questions)})
+        results[method] = row
+        from membase.utils.io import atomic_write_json
+
+        atomic_write_json(output, {"meta": meta, "rows": results})
+    print(format_table(results, meta))
+    print(f"-> {output}")
+    return 0
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+
+
+def _held_out(eval_obj: Any, bundle: Any) -> dict[str, float]:
+    r = eval_obj.evaluate(bundle.layer_fields(), bundle.top_k)
+    return {"micro": r.micro, "macro": r.macro}
+
+
+def run_default(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    r = train_obj.evaluate(initial.layer_fields(), initial.top_k)
+    return {"evaluations": 0, "train_micro": r.micro, "held_out": _held_out(eval_obj, initial),
+            "params": _params(initial), "searched": []}
+
+
+def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, *, guided: bool) -> dict[str, Any]:
+    from toolkits.optimization.loop import IterationStore, run_rounds
+    from toolkits.optimization.param_loop import SEARCH_FOLDER, ParameterRoundStep, ParameterSearchSettings
+    from toolkits.optimization.parameters import parameter_registry
+
+    rounds = args.rounds if guided else 1
+    trials = args.evaluations // rounds - 1
+    if args.rerun and folder.exists():
+        shutil.rmtree(folder)
+    settings = ParameterSearchSettings(budget=args.budget, trials_per_round=trials, guided=guided,
+                                       default_top_k=args.top_k, seed=args.seed, show_progress=args.progress)
+    runner = None
+    if guided:
+        from toolkits.runner import MemTraceConfig, MemTraceRunner
+
+        runner = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow"))
+    step = ParameterRoundStep(objective=train_obj, registry=parameter_registry(), settings=settings,
+                              search_root=folder / SEARCH_FOLDER, attribution_runner=runner)
+    store = IterationStore(folder)
+    bundle, start = initial, 1
+    last = store.last_complete()
+    if last is not None:
+        from toolkits.optimization.bundle import MemoryConfigBundle
+
+        bundle, start = MemoryConfigBundle.load(last[1]), last[0] + 1
+    rounds_data = [(train_obj.dataset, _indexes(args.train))] * rounds
+    bundle = run_rounds(store, bundle=bundle, start=start, rounds=rounds_data, step=step,
+                        show_progress=args.progress)
+    summaries = [json.loads((store.folder(k) / "iteration_summary.json").read_text()) for k in range(1, rounds + 1)]
+    searched = sorted({p for s in summaries for p in s["searched_parameters"]})
+    return {
+        "evaluations": sum(s["objective_evaluations"] for s in summaries),
+        "train_micro": summaries[-1]["metrics"]["context_recall"],
+        "held_out": _held_out(eval_obj, bundle), "params": _params(bundle), "searched": searched,
+        "rounds": [{k: s.get(k) for k in ("searched_parameters", "attributions_by_op_name", "attributed_parameters",
+                                          "incumbent", "accepted", "next_params", "num_failed_queries",
+                                          "traced_run_recall", "elapsed_seconds")} for s in summaries],
+    }
+
+
+def run_guided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    return _loop(args, initial, train_obj, eval_obj, work / "guided", guided=True)
+
+
+def run_unguided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    return _loop(args, initial, train_obj, eval_obj, work / "unguided", guided=False)
+
+
+def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    construction = [dict(zip(["max_tokens", "num_overlap_msgs", "deferred"], values, strict=True))
+                    for values in itertools.product(GRID["max_tokens"], GRID["num_overlap_msgs"], GRID["deferred"])]
+    points = []
+    for fields in tqdm(construction, desc="grid", unit="config", disable=not args.progress):
+        bundle = initial.with_updates(fields)
+        for k in GRID["top_k"]:
+            r = train_obj.evaluate(bundle.layer_fields(), k)
+            points.append({"params": {**fields, "top_k": k}, "train_micro": r.micro})
+    best = max(points, key=lambda p: p["train_micro"])  # the first of equals, in grid order
+    chosen = initial.with_updates(best["params"])
+    row = {"evaluations": len(points), "train_micro": best["train_micro"], "held_out": _held_out(eval_obj, chosen),
+           "params": _params(chosen), "searched": sorted(GRID), "grid": GRID}
+    if args.grid_oracle:
+        scored = []
+        for fields in tqdm(construction, desc="grid oracle", unit="config", disable=not args.progress):
+            bundle = initial.with_updates(fields)
+            for k in GRID["top_k"]:
+                r = eval_obj.evaluate(bundle.layer_fields(), k)
+                scored.append({"params": {**fields, "top_k": k}, "micro": r.micro, "macro": r.macro})
+        row["oracle"] = max(scored, key=lambda p: p["micro"])
+    return row
+
+
+RUNNERS = {"default": run_default, "guided": run_guided, "unguided": run_unguided, "grid": run_grid}
+
+
+def _params(bundle: Any) -> dict[str, Any]:
+    return {"top_k": bundle.top_k, **{k: bundle.get(k) for k in ("max_tokens", "num_overlap_msgs", "deferred")}}
+
+
+def format_table(rows: dict[str, Any], meta: dict[str, Any]) -> str:
+    lines = [
+        f"NaiveRAG, LoCoMo train {meta['train']} / held-out {meta['held_out']}, budget {meta['budget_tokens']} tokens, "
+        f"seed {meta['seed']}, {meta['machine']}",
+        f"{'method':<10} {'held-out micro':>14} {'macro':>7} {'train micro':>11} {'evals':>6} {'builds':>7} "
+        f"{'wall s':>8}  config",
+    ]
+    for name, r in rows.items():
+        builds = r.get("builds", {})
+        lines.append(
+            f"{name:<10} {r['held_out']['micro']:>14.4f} {r['held_out']['macro']:>7.4f} {r['train_micro']:>11.4f} "
+            f"{r['evaluations']:>6} {builds.get('train', 0) + builds.get('held_out', 0):>7} "
+            f"{r.get('wall_seconds', 0):>8.0f}  {json.dumps(r['params'], sort_keys=True)}"
+        )
+        if "oracle" in r:
+            o = r["oracle"]
+            lines.append(f"{'oracle':<10} {o['micro']:>14.4f} {o['macro']:>7.4f} {'':>11} {'':>6} {'':>7} {'':>8}  "
+                         f"{json.dumps(o['params'], sort_keys=True)} (best held-out grid point)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The parameter loop: attribution-guided search of a layer's tunable parameters, scored with no LLM.
+
+It plugs a :class:`ParameterRoundStep` into the prompt loop's round driver
+(:func:`toolkits.optimization.loop.run_rounds`). One round on the training conversations:
+
+1. **traced run** of the current bundle (:func:`toolkits.optimization.pipeline.run_pipeline`;
+   the answering step gets the context cut to the token budget and a fixed placeholder answer,
+   so no model is called);
+2. **failed cases** = the questions whose evidence did not reach that context
+   (``failed_cases.json``);
+3. **attribution** with ``evidence_flow`` through :class:`toolkits.runner.MemTraceRunner`
+   (``error_attribution.json``);
+4. **grouping** with :func:`~toolkits.optimization.grouping.group_attributions` over the prompt and
+   parameter targets (``grouped_attributions.json``); the searched parameters are the parameter
+   candidates of the attributed operations (:func:`~toolkits.optimization.parameters.attributed_parameters`),
+   every other parameter keeps its value; prompt targets are reported but not searched (the
+   objective does not depend on them);
+5. **search**: the incumbent is scored once, then ``trials_per_round`` Optuna trials
+   (:class:`~toolkits.optimization.search.ParameterSearch`, seeded by ``seed + k``) score
+   candidate configs with :class:`~toolkits.optimization.objective.ContextRecallObjective`
+   (``trials.json``); the best trial becomes the next bundle only if it beats the incumbent.
+
+``guided=False`` is the ablation: no traced run or attribution, every parameter of the layer is
+searched. The study of round k is kept in ``<dir>/param_search/iteration_<k>.sqlite3`` (outside
+the round folder, which an interrupted round loses), so a rerun continues the search with the
+same trials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from membase.utils.io import atomic_write_json
+from toolkits.optimization.bundle import BundleError, MemoryConfigBundle
+from toolkits.optimization.loop import (
+    ATTRIBUTION_FILENAME,
+    FAILED_CASES_FILENAME,
+    GROUPED_FILENAME,
+    MEMORY_SYSTEMS,
+    RoundContext,
+    RoundError,
+    RoundOutput,
+)
+from toolkits.optimization.objective import BudgetedContextBuilder, ContextRecallObjective, recall_questions
+from toolkits.optimization.parameters import attributed_parameters, layer_parameter_targets, parameter_spec
+from toolkits.optimization.search import InfeasibleConfig, ParameterSearch, SearchSpaceMismatch
+
+__all__ = [
+    "FIXED_ANSWER",
+    "SEARCH_FOLDER",
+    "TRIALS_FILENAME",
+    "ParameterRoundStep",
+    "ParameterSearchSettings",
+    "context_recall_evaluation",
+]
+
+SEARCH_FOLDER = "param_search"
+TRIALS_FILENAME = "trials.json"
+FIXED_ANSWER = "[no answer: the parameter loop scores the context handed to the answering step]"
+METRIC = "context_recall"
+
+
+@dataclass(kw_only=True)
+class ParameterSearchSettings:
+    """How the parameter rounds search."""
+
+    budget: int = 1000
+    """Context budget in tokens."""
+    trials_per_round: int = 14
+    """Search trials per round (the incumbent's score is one more objective evaluation)."""
+    guided: bool = True
+    """Search only the parameters of attributed operations (False: every parameter, no attribution)."""
+    default_top_k: int = 10
+    """``top_k`` when the bundle has none."""
+    seed: int = 42
+    n_startup_trials: int = 8
+    show_progress: bool = True
+
+
+@dataclass(kw_only=True)
+class ParameterRoundStep:
+    """One round of the parameter loop (see the module docstring); a ``RoundStep``.
+
+    Args:
+        objective: context recall on the training conversations.
+        registry: the target registry (prompt and parameter targets, e.g. ``parameter_registry()``).
+        settings: search settings.
+        search_root: folder of the per-round studies (``<dir>/param_search``).
+        attribution_runner: a :class:`toolkits.runner.MemTraceRunner` with the ``evidence_flow``
+            strategy (needed when guided).
+    """
+
+    objective: ContextRecallObjective
+    registry: Any
+    settings: ParameterSearchSettings
+    search_root: Path
+    attribution_runner: Any = None
+    evaluations: int = field(default=0, init=False)
+    """Objective evaluations (incumbents and trials) run by this step so far."""
+
+    def load_state(self, folder: Path) -> None:
+        """Nothing to restore: each round's study is in its own file."""
+
+    def __call__(self, ctx: RoundContext) -> RoundOutput:
+        bundle, s = ctx.bundle, self.settings
+        layer_type = bundle.backend
+        top_k = bundle.top_k or s.default_top_k
+        summary: dict[str, Any] = {"objective": METRIC, "budget_tokens": s.budget, "guided": s.guided,
+                                   "trajectory_indexes": ctx.trajectory_indexes}
+        if s.guided:
+            searched, attribution_summary = self._attributed(ctx, top_k)
+            summary.update(attribution_summary)
+        else:
+            searched = [t.field for t in layer_parameter_targets(self.registry, layer_type)]
+        summary["searched_parameters"] = searched
+        current = self._point(bundle, top_k)
+        incumbent = self._score(bundle)
+        self.evaluations += 1
+        summary["incumbent"] = {"params": current, **incumbent}
+        trials: list[dict[str, Any]] = []
+        best_bundle = bundle
+        if searched:
+            specs = {name: parameter_spec(self.registry.get(name)) for name in searched}
+            search = ParameterSearch(
+                specs, storage_path=self.search_root / f"iteration_{ctx.k}.sqlite3", seed=s.seed + ctx.k,
+                n_startup_trials=s.n_startup_trials,
+            )
+            try:
+                outcome = search.run(lambda params: self._trial(bundle, params), s.trials_per_round,
+                                     show_progress=s.show_progress)
+            except SearchSpaceMismatch as exc:
+                raise RoundError(f"round {ctx.k}: {exc}") from None
+            trials = outcome.trials
+            self.evaluations += len(trials)
+            best = outcome.best
+            if best is not None and best["value"] > incumbent["micro"]:
+                best_bundle = bundle.with_updates(best["params"])
+            summary["best_trial"] = best
+        atomic_write_json(ctx.folder / TRIALS_FILENAME, trials)
+        accepted = best_bundle is not bundle
+        summary.update(
+            num_trials=len(trials),
+            num_failed_trials=sum(1 for t in trials if t["state"] == "FAIL"),
+            objective_evaluations=1 + len(trials),
+            accepted=accepted,
+            updated_fields=sorted(k for k, v in self._point(best_bundle, top_k).items() if current.get(k) != v),
+            next_params=self._point(best_bundle, top_k),
+            metrics={METRIC: (summary["best_trial"]["value"] if accepted else incumbent["micro"])},
+        )
+        return RoundOutput(next_bundle=best_bundle, summary=summary)
+
+    # -- scoring --------------------------------------------------------------------------------
+    def _point(self, bundle: MemoryConfigBundle, top_k: int) -> dict[str, Any]:
+        out = {}
+        for target in layer_parameter_targets(self.registry, bundle.backend):
+            out[target.field] = (bundle.top_k or self.settings.default_top_k) if target.field == "top_k" \
+                else bundle.get(target.field)
+        return out
+
+    def _score(self, bundle: MemoryConfigBundle) -> dict[str, Any]:
+        result = self.objective.evaluate(bundle.layer_fields(), bundle.top_k or self.settings.default_top_k)
+        return {"micro": result.micro, "macro": result.macro, "n_questions": result.n}
+
+    def _trial(self, bundle: MemoryConfigBundle, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        from membase.exceptions import ConfigError
+
+        try:
+            candidate = bundle.with_updates(params)
+            scored = self._score(candidate)
+        except (BundleError, ConfigError, KeyError, ValueError) as exc:
+            raise InfeasibleConfig(f"{type(exc).__name__}: {exc}") from None
+        return scored["micro"], {"macro": scored["macro"]}
+
+    # -- attribution ----------------------------------------------------------------------------
+    def _attributed(self, ctx: RoundContext, top_k: int) -> tuple[list[str], dict[str, Any]]:
+        from membase.clients.fake import FunctionChatModel
+        from toolkits.optimization.grouping import group_attributions
+        from toolkits.optimization.pipeline import PipelineSettings, run_pipeline
+
+        bundle = ctx.bundle
+        settings = PipelineSettings(
+            top_k=top_k, qa_model=FunctionChatModel(lambda _m, **_k: FIXED_ANSWER, model="fixed-answer"),
+            judge_model=None, metrics=("f1",), tracing=True, show_progress=self.settings.show_progress,
+            context_builder=BudgetedContextBuilder(self.settings.budget),
+        )
+        scored = {q.qa_id: q for q in recall_questions(ctx.dataset)[0]}
+        run = run_pipeline(bundle, ctx.dataset, ctx.folder / "run", settings)
+        cases, graphs, hits = self._failed_cases(run, scored)
+        atomic_write_json(ctx.folder / FAILED_CASES_FILENAME, [c.model_dump(mode="json") for c in cases])
+        attributions, failures = self._attribute(cases, graphs, bundle.backend)
+        atomic_write_json(ctx.folder / ATTRIBUTION_FILENAME,
+                          {"attributions": [a.model_dump(mode="json") for a in attributions], "failures": failures})
+        targets = self.registry.for_layer(bundle.backend)
+        by_user: dict[str, list[Any]] = {}
+        for attribution in attributions:
+            by_user.setdefault(attribution.metadata["user_id"], []).append(attribution)
+        groups = [group_attributions(items, graphs[user], targets) for user, items in sorted(by_user.items())]
+        atomic_write_json(ctx.folder / GROUPED_FILENAME, {user: g.as_json() for user, g in zip(sorted(by_user), groups,
+                                                                                                strict=True)})
+        counts = attributed_parameters(groups, self.registry, bundle.backend)
+        by_type: dict[str, int] = {}
+        by_op: dict[str, int] = {}
+        for attribution in attributions:
+            by_type[attribution.error_type] = by_type.get(attribution.error_type, 0) + 1
+            op_name = attribution.metadata.get("op_name") or "?"
+            by_op[op_name] = by_op.get(op_name, 0) + 1
+        prompt_fields = sorted({f for g in groups for f in g.by_field if self.registry.get(f).kind == "prompt"})
+        summary = {
+            "traced_run_recall": sum(hits.values()) / len(hits) if hits else 0.0,
+            "num_failed_queries": len(cases),
+            "num_attributed": len(attributions),
+            "num_attribution_failures": len(failures),
+            "attributions_by_error_type": by_type,
+            "attributions_by_op_name": by_op,
+            "attributed_parameters": counts,
+            "num_unoptimizable_errors": sum(len(g.unoptimizable) for g in groups),
+            "prompt_targets_not_searched": prompt_fields,
+        }
+        return list(counts), summary
+
+    def _failed_cases(self, run: Any, scored: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[str, bool]]:
+        from membase.runners._common import read_graph
+        from membase.types import MemoryEntry
+        from toolkits.bench_utils import FailedQueryCase
+        from toolkits.optimization.objective import evidence_reaches
+
+        builder = BudgetedContextBuilder(self.settings.budget)
+        graphs: dict[str, Any] = {}
+        for user, path in run.graph_paths.items():
+            graphs[user] = read_graph(Path(path))
+        cases, hits = [], {}
+        for record in run.outputs:
+            qa = record["qa_pair"]
+            question = scored.get(qa["id"])
+            if question is None:
+                continue  # adversarial or without resolvable evidence: not scored
+            memories = [MemoryEntry.model_validate(m) for m in record.get("retrieved_memories", [])]
+            hit = evidence_reaches(builder(memories), question)
+            hits[question.qa_id] = hit
+            graph = graphs.get(record["user_id"])
+            if hit or graph is None:
+                continue
+            try:
+                query_id = graph.get_latest_variable(f"query:{qa['id']}").full_node_id
+            except KeyError:
+                continue
+            evidence = []
+            for name in question.evidence_ids:
+                try:
+                    evidence.append(graph.get_latest_variable(name).full_node_id)
+                except KeyError:
+                    continue
+            cases.append(FailedQueryCase(
+                query_full_node_id=query_id, query=qa["question"], golden_answer=", ".join(qa["golden_answers"]),
+                prediction=str(record.get("prediction") or ""), source_evidence_full_node_ids=evidence,
+                metadata={"user_id": record["user_id"], "qa_id": qa["id"]},
+            ))
+        return cases, graphs, hits
+
+    def _attribute(self, cases: Sequence[Any], graphs: dict[str, Any], layer_type: str
+                   ) -> tuple[list[Any], list[dict[str, str]]]:
+        from toolkits.optimization.records import Attribution
+
+        if not cases:
+            return [], []
+        if self.attribution_runner is None:
+            raise RoundError("the guided parameter loop needs an attribution runner (evidence_flow)")
+        report = self.attribution_runner.run(
+            list(cases), [graphs[c.metadata["user_id"]] for c in cases], batch_size=4,
+            use_source_evidence_nodes=True, use_pseudo_source_evidence=False,
+            memory_system=MEMORY_SYSTEMS.get(layer_type),
+        )
+        attributions, failures = [], []
+        for case, result in zip(cases, report.results, strict=True):
+            if result.prediction is None:
+                failures.append({"query_id": case.query_full_node_id, "failure": result.failure or "no prediction"})
+                continue
+            graph = graphs[case.metadata["user_id"]]
+            op_id = result.prediction.get("op_id") or ""
+            op_name = None
+            if op_id:
+                try:
+                    op_name = graph.get_operation(op_id).op_name
+                except KeyError:
+                    op_name = None
+            attributions.append(Attribution(
+                **result.prediction, query_full_node_id=case.query_full_node_id, query=case.query,
+                golden_answer=case.golden_answer, prediction=case.prediction,
+                source=self.attribution_runner.config.exploration_strategy,
+                metadata={"user_id": case.metadata["user_id"], "qa_id": case.metadata["qa_id"], "op_name": op_name},
+            ))
+        return attributions, failures
+
+
+# -- the held-out comparison ---------------------------------------------------------------------------
+
+
+def _outputs(result: Any) -> list[dict[str, Any]]:
+    return [
+        {"qa_pair": {"id": q.qa_id, "question": q.question, "golden_answers": list(q.golden_answers),
+                     "metadata": {"question_type": q.question_type}},
+         "user_id": q.conversation, "prediction": None,
+         "metrics": {METRIC: {"value": 1.0 if result.hits[q.qa_id] else 0.0, "metadata": {}}}}
+        for q in result.questions
+    ]
+
+
+def context_recall_evaluation(
+    objective: ContextRecallObjective,
+    initial: MemoryConfigBundle,
+    final: MemoryConfigBundle,
+    *,
+    default_top_k: int,
+    indexes: Sequence[int],
+    bootstrap_samples: int = 1000,
+    seed: int = 0,
+    output_path: str | Path | None = None,
+) -> dict[str, Any]:
+    """Held-out context recall of the initial and the final bundle (``final_evaluation.json``).
+
+    Micro and macro before/after, the paired bootstrap interval of the micro difference and every
+    question's outcome (:func:`toolkits.optimization.final_eval.compare_runs` on 0/1 scores).
+    """
+    from toolkits.optimization.final_eval import compare_runs
+
+    before = objective.evaluate(initial.layer_fields(), initial.top_k or default_top_k)
+    after = objective.evaluate(final.layer_fields(), final.top_k or default_top_k)
+    comparison = compare_runs(_outputs(before), _outputs(after), [METRIC], bootstrap_samples=bootstrap_samples,
+                              seed=seed)
+    for record in comparison["questions"]:
+        b, a = record["before"][METRIC], record["after"][METRIC]
+        record["outcome"] = ("still_reached" if a else "lost") if b else ("gained" if a else "still_missed")
+    counts: dict[str, int] = {}
+    for record in comparison["questions"]:
+        counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
+    report = {
+        "objective": METRIC,
+        "budget_tokens": objective.budget,
+        "layer_type": objective.layer_type,
+        "trajectory_indexes": list(indexes),
+        "trajectories": [t.id for t in objective.dataset.trajectories],
+        "skipped_questions": objective.skipped,
+        "identical_bundles": initial.digest() == final.digest(),
+        "initial_bundle": initial.to_json_dict(),
+        "final_bundle": final.to_json_dict(),
+        "context_recall": {
+            "before": {"micro": before.micro, "macro": before.macro, "by_conversation": before.by_conversation,
+                       "by_question_type": before.by_question_type},
+            "after": {"micro": after.micro, "macro": after.macro, "by_conversation": after.by_conversation,
+                      "by_question_type": after.by_question_type},
+        },
+        "outcome_counts": counts,
+        **comparison,
+    }
+    if output_path is not None:
+        atomic_write_json(output_path, report)
+    return report

@@ -1,0 +1,129 @@
+"""Parameter targets: the layers' tunable parameters in the optimization target registry.
+
+Every :class:`membase.layers.parameters.TunableParameter` becomes a
+:class:`~toolkits.optimization.targets.Target` of kind ``parameter``:
+
+* ``field`` = the parameter's path, which is also its :class:`MemoryConfigBundle` key
+  (``max_tokens``, ``retrieval_config.rrf_k``; ``top_k`` is the bundle's own ``top_k``);
+* ``variable`` = the full name of its traced node (``parameter:max_tokens``), so
+  :func:`~toolkits.optimization.grouping.group_attributions` finds it in an op subgraph;
+* ``optimizer`` = the search for its kind (:mod:`toolkits.optimization.search`): Bayesian
+  optimization for bounded numbers, categorical search for choices;
+* ``metadata`` = kind, bounds or choices (the node metadata).
+
+:func:`parameter_registry` returns a registry holding the built-in prompt targets followed by
+these, so an operation that holds both a prompt and parameters still groups onto the prompt
+first, while :func:`attributed_parameters` reads every parameter candidate of every attributed
+operation: only parameters in the subgraph of an attributed operation are searched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from membase.layers.parameters import TUNABLE_PARAMETERS, TunableParameter
+from toolkits.optimization.grouping import AttributionGroups
+from toolkits.optimization.targets import TARGETS, Target, TargetRegistry
+
+__all__ = [
+    "attributed_parameters",
+    "parameter_registry",
+    "parameter_spec",
+    "parameter_targets",
+    "register_parameter_targets",
+]
+
+
+def parameter_targets(layer_type: str | None = None) -> list[Target]:
+    """One target per tunable parameter (all layers, or only ``layer_type``'s), in declaration order."""
+    from toolkits.optimization.search import optimizer_name_for_kind
+
+    layers_of: dict[str, list[str]] = {}
+    specs: dict[str, TunableParameter] = {}
+    for layer, params in TUNABLE_PARAMETERS.items():
+        for spec in params:
+            specs.setdefault(spec.name, spec)
+            layers_of.setdefault(spec.name, []).append(layer)
+    out = []
+    for name, spec in specs.items():
+        if layer_type is not None and layer_type not in layers_of[name]:
+            continue
+        out.append(Target(
+            field=name,
+            variable=spec.full_name,
+            kind="parameter",
+            optimizer=optimizer_name_for_kind(spec.kind),
+            layers=tuple(layers_of[name]),
+            description=spec.comment,
+            contract=_bounds_contract(spec),
+            metadata={**spec.metadata(",".join(layers_of[name]))},
+        ))
+    return out
+
+
+def _bounds_contract(spec: TunableParameter) -> Any:
+    def contract(value: Any) -> list[str]:
+        if spec.contains(value):
+            return []
+        allowed = f"one of {list(spec.choices)}" if spec.kind == "categorical" else f"{spec.kind} in [{spec.low}, {spec.high}]"
+        return [f"{spec.name} = {value!r} is outside the search space ({allowed})"]
+
+    return contract
+
+
+def register_parameter_targets(registry: TargetRegistry) -> list[Target]:
+    """Add the parameter targets to ``registry`` (those already there are kept); returns them."""
+    added = []
+    for target in parameter_targets():
+        if target.field not in registry:
+            registry.register(target)
+        added.append(registry.get(target.field))
+    return added
+
+
+def parameter_registry(base: Iterable[Target] | None = None) -> TargetRegistry:
+    """A new registry: ``base`` (default: the built-in :data:`TARGETS`) then every parameter target."""
+    registry = TargetRegistry(list(TARGETS if base is None else base))
+    register_parameter_targets(registry)
+    return registry
+
+
+def parameter_spec(target: Target) -> TunableParameter:
+    """The :class:`TunableParameter` behind a parameter target.
+
+    Raises:
+        ValueError: ``target`` is not a parameter target.
+    """
+    if target.kind == "parameter":
+        for params in TUNABLE_PARAMETERS.values():
+            for spec in params:
+                if spec.full_name == target.variable:
+                    return spec
+    raise ValueError(f"target {target.field!r} is not a parameter target of a memory layer")
+
+
+def attributed_parameters(
+    groups: Iterable[AttributionGroups], registry: TargetRegistry, layer_type: str
+) -> dict[str, int]:
+    """Parameter fields found in the subgraphs of attributed operations -> number of attributions.
+
+    Every parameter candidate of an assignment counts (an operation shaped by top_k and rrf_k
+    implicates both), whichever target the attribution was grouped onto. Ordered by count, then
+    registration order.
+    """
+    parameters = {t.field for t in registry.for_layer(layer_type, kinds=("parameter",))}
+    counts: dict[str, int] = {}
+    for group in groups:
+        for assignment in group.assignments:
+            for name in assignment.candidates:
+                if name in parameters:
+                    counts[name] = counts.get(name, 0) + 1
+    order = {t.field: i for i, t in enumerate(registry)}
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], order.get(kv[0], 0))))
+
+
+def layer_parameter_targets(registry: TargetRegistry, layer_type: str, fields: Sequence[str] | None = None) -> list[Target]:
+    """The parameter targets of ``layer_type`` (only ``fields`` when given), in registration order."""
+    targets = registry.for_layer(layer_type, kinds=("parameter",))
+    return targets if fields is None else [t for t in targets if t.field in set(fields)]
