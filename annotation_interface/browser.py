@@ -32,6 +32,22 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", "--hide-scrollbars",
 )
+# Viewport coordinates of the plotly point whose customdata equals `want` (after scrolling it in).
+_POINT_JS = """(want) => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const fl = gd._fullLayout; if (!fl) continue;
+    for (const tr of gd._fullData || []) {
+      const cd = tr.customdata || [];
+      for (let i = 0; i < cd.length; i++) {
+        if (JSON.stringify(cd[i]) !== JSON.stringify(want)) continue;
+        gd.scrollIntoView({block: 'center'});
+        const r = gd.getBoundingClientRect();
+        return [r.left + fl._size.l + fl.xaxis.l2p(tr.x[i]), r.top + fl._size.t + fl.yaxis.l2p(tr.y[i])];
+      }
+    }
+  }
+  return null;
+}"""
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -195,7 +211,9 @@ class Page:
         """The JSON value of a JavaScript expression (promises are awaited)."""
         res = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in res:
-            raise BrowserError(f"javascript error: {res['exceptionDetails'].get('text')}")
+            details = res["exceptionDetails"]
+            what = (details.get("exception") or {}).get("description") or details.get("text")
+            raise BrowserError(f"javascript error: {' '.join(str(what).split())[:300]} in: {expression[:120]}")
         return res.get("result", {}).get("value")
 
     async def navigate(self, url: str) -> None:
@@ -237,6 +255,59 @@ class Page:
         js = (f"(() => {{ const el = [...document.querySelectorAll({json.dumps(selector)})]"
               f".find(e => e.innerText && e.innerText.includes({json.dumps(text)}));"
               " if (!el) return false; el.scrollIntoView({block: 'center'}); el.click(); return true; })()")
+        return bool(await self.evaluate(js))
+
+    async def click_at(self, x: float, y: float) -> None:
+        """A real left click at viewport coordinates (what plotly needs to emit a click event)."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            await self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+            await asyncio.sleep(0.05)
+
+    async def plot_point(self, customdata: Sequence[str]) -> tuple[float, float] | None:
+        """Viewport coordinates of the plotly point whose ``customdata`` equals ``customdata``
+        (scrolled into view first), or None."""
+        js = f"({_POINT_JS})({json.dumps(list(customdata))})"
+        point = await self.evaluate(js)
+        if point is None:
+            return None
+        await asyncio.sleep(0.3)  # let the scroll settle, then measure again
+        point = await self.evaluate(js)
+        return (float(point[0]), float(point[1])) if point else None
+
+    async def rect_of(self, selector: str, text: str | None = None) -> tuple[float, float] | None:
+        """Centre (viewport coordinates) of the first element matching ``selector`` (and containing
+        ``text``), scrolled into view; None when there is none."""
+        find = (f"[...document.querySelectorAll({json.dumps(selector)})]"
+                + (f".find(e => e.innerText && e.innerText.includes({json.dumps(text)}))" if text else "[0]"))
+        js = (f"(() => {{ const el = {find}; if (!el) return null; el.scrollIntoView({{block: 'center'}});"
+              " const r = el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        if await self.evaluate(js) is None:
+            return None
+        await asyncio.sleep(0.2)
+        centre = await self.evaluate(js)
+        return (float(centre[0]), float(centre[1])) if centre else None
+
+    async def select_option(self, label: str, option_text: str, *, timeout: float = 10.0) -> bool:
+        """Choose the option containing ``option_text`` in the Streamlit selectbox labelled ``label``
+        (real mouse clicks: the combobox ignores synthetic ``click()`` calls)."""
+        opener = await self.rect_of(f"input[aria-label={json.dumps(label)}] + button")
+        if opener is None:
+            return False
+        await self.click_at(*opener)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            option = await self.rect_of("[role='option']", option_text)
+            if option is not None:
+                await self.click_at(*option)
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    async def scroll_to_text(self, selector: str, text: str) -> bool:
+        """Scroll the first element matching ``selector`` that contains ``text`` to the top of the view."""
+        js = (f"(() => {{ const el = [...document.querySelectorAll({json.dumps(selector)})]"
+              f".find(e => e.innerText && e.innerText.includes({json.dumps(text)}));"
+              " if (!el) return false; el.scrollIntoView({block: 'start'}); return true; })()")
         return bool(await self.evaluate(js))
 
     async def screenshot(self, path: str | os.PathLike[str]) -> Path:

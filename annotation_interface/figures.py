@@ -170,27 +170,56 @@ def timeline_figure(
 
 # -------------------------------------------------------------------------------- subgraphs
 def layered_layout(node_ids: Sequence[str], edges: Iterable[tuple[str, str]]) -> dict[str, tuple[float, float]]:
-    """Left-to-right layers: a node sits one layer right of its furthest predecessor (cycles,
-    e.g. self-loops, are collapsed first). Within a layer nodes keep their input order."""
-    import networkx as nx
-
-    g = nx.DiGraph()
-    g.add_nodes_from(node_ids)
-    g.add_edges_from((s, t) for s, t in edges if s != t and s in g and t in g)
-    cond = nx.condensation(g)
-    layer_of_comp: dict[int, int] = {}
-    for comp in nx.topological_sort(cond):
-        preds = list(cond.predecessors(comp))
-        layer_of_comp[comp] = max((layer_of_comp[p] + 1 for p in preds), default=0)
-    mapping = cond.graph["mapping"]
+    """Left-to-right layers: a node sits one layer right of its furthest predecessor. Back edges
+    found by a depth-first walk (cycles, self-loops) are ignored for the layering. Within a layer
+    nodes keep their input order."""
+    ids = list(dict.fromkeys(node_ids))
+    succ: dict[str, list[str]] = {n: [] for n in ids}
+    for s, t in edges:
+        if s != t and s in succ and t in succ:
+            succ[s].append(t)
+    on_stack, done = 1, 2
+    state: dict[str, int] = {}
+    dag: dict[str, list[str]] = {n: [] for n in ids}
+    for root in ids:
+        if root in state:
+            continue
+        state[root] = on_stack
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = done
+                stack.pop()
+                continue
+            seen = state.get(child)
+            if seen == on_stack:
+                continue  # a back edge closes a cycle
+            dag[node].append(child)
+            if seen is None:
+                state[child] = on_stack
+                stack.append((child, iter(succ[child])))
+    indegree = dict.fromkeys(ids, 0)
+    for n in ids:
+        for t in dag[n]:
+            indegree[t] += 1
+    layer = dict.fromkeys(ids, 0)
+    queue = [n for n in ids if indegree[n] == 0]
+    for n in queue:  # Kahn's order: every predecessor is placed before its successors
+        for t in dag[n]:
+            layer[t] = max(layer[t], layer[n] + 1)
+            indegree[t] -= 1
+            if indegree[t] == 0:
+                queue.append(t)
     layers: dict[int, list[str]] = {}
-    for node in node_ids:
-        layers.setdefault(layer_of_comp[mapping[node]], []).append(node)
+    for n in ids:
+        layers.setdefault(layer[n], []).append(n)
     pos: dict[str, tuple[float, float]] = {}
-    for layer, members in layers.items():
-        n = len(members)
-        for i, node in enumerate(members):
-            pos[node] = (float(layer), (n - 1) / 2.0 - i)
+    for x, members in layers.items():
+        count = len(members)
+        for i, n in enumerate(members):
+            pos[n] = (float(x), (count - 1) / 2.0 - i)
     return pos
 
 
@@ -226,7 +255,7 @@ def subgraph_figure(
     node_states: Mapping[str, str] | None = None,
     op_names: Mapping[str, str | None] | None = None,
     max_nodes: int = 1500,
-    max_labels: int = 90,
+    max_labels: int = 30,
 ) -> go.Figure | None:
     """An op subgraph (a smartcomment ``RuntimeGraph``) as a layered plotly graph.
 
@@ -237,7 +266,7 @@ def subgraph_figure(
         node_states: ``{node id: "present" | "absent" | "current"}`` rings (attribution trails).
         op_names: Op id -> name for the legend.
         max_nodes: Above this, no figure (None): the XML view still works.
-        max_labels: Above this many nodes, labels are hover-only.
+        max_labels: Above this many nodes, only focused and ringed nodes are labelled.
 
     Returns:
         The figure, or None for an empty or too large subgraph.
@@ -291,10 +320,10 @@ def subgraph_figure(
     by_category: dict[str, list[Any]] = {}
     for n in nodes:
         by_category.setdefault(n.category or "variable", []).append(n)
-    show_labels = len(nodes) <= max_labels
+    show_all_labels = len(nodes) <= max_labels
     focus = set(focus_ids)
-    for i, (category, members) in enumerate(by_category.items()):
-        color = CATEGORY_COLORS.get(category, _PALETTE[(i + 3) % len(_PALETTE)])
+    for j, (category, members) in enumerate(by_category.items()):
+        color = CATEGORY_COLORS.get(category, _PALETTE[(j + 3) % len(_PALETTE)])
         sizes, line_colors, line_widths = [], [], []
         for n in members:
             state = states.get(n.full_node_id)
@@ -304,8 +333,10 @@ def subgraph_figure(
             line_widths.append(4 if state else 3 if big else 1)
         traces.append(go.Scatter(
             x=[pos[n.full_node_id][0] for n in members], y=[pos[n.full_node_id][1] for n in members],
-            mode="markers+text" if show_labels else "markers", name=category,
-            text=[_short(n) for n in members] if show_labels else None, textposition="bottom center",
+            mode="markers+text", name=category,
+            text=[_short(n) if show_all_labels or n.full_node_id in focus or n.full_node_id in states else ""
+                  for n in members],
+            textposition=["bottom center" if i % 2 == 0 else "top center" for i in range(len(members))],
             textfont={"size": 9},
             marker={"size": sizes, "color": color, "line": {"color": line_colors, "width": line_widths}},
             customdata=[["node", n.full_node_id] for n in members],
@@ -318,7 +349,7 @@ def subgraph_figure(
     fig = go.Figure(data=traces)
     fig.update_layout(
         height=min(900, max(320, 46 * tallest + 120)), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"visible": False, "range": [-0.5, layers + 0.7]}, yaxis={"visible": False},
+        xaxis={"visible": False, "range": [-0.9, layers + 0.9]}, yaxis={"visible": False},
         legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0, "font": {"size": 10}},
         annotations=arrows, clickmode="event+select", plot_bgcolor="white", hovermode="closest",
     )

@@ -31,6 +31,7 @@ __all__ = [
 
 SubgraphKind = Literal["message", "construction", "retrieval", "response", "operation", "related", "trail"]
 MAX_TRAIL_OPS = 40
+MAX_RELATED = 150
 
 
 @dataclass(kw_only=True)
@@ -127,12 +128,29 @@ def attribution_subgraphs(pg: ParsedGraph, qa: QARecord) -> list[Subgraph]:
 
 
 def related_variables(pg: ParsedGraph, full_node_id: str,
-                      direction: Literal["backward", "forward", "both"] = "both") -> Subgraph:
-    """The one-hop neighbourhood of a variable (``bfs(max_depth=1)``, as the reference UI does)."""
+                      direction: Literal["backward", "forward", "both"] = "both",
+                      limit: int = MAX_RELATED) -> Subgraph:
+    """The one-hop neighbourhood of a variable (``bfs(max_depth=1)``, as the reference UI does).
+
+    Shared variables (a prompt read by every extraction) have thousands of neighbours: the first
+    ``limit`` of them in recording order are kept, and the note says how many there are.
+    """
+    from smartcomment.runtime import RuntimeGraph
+
     rg = pg.network.bfs(full_node_id, direction=direction, max_depth=1, include_sibling_inputs=False)
+    note = ""
+    neighbours = [n for n in rg.nodes if n.full_node_id != full_node_id]
+    if len(neighbours) > limit:
+        note = f"{len(neighbours)} neighbours; the first {limit} in recording order are shown"
+        neighbours.sort(key=lambda n: (n.created_at, n.full_node_id))
+        keep = {full_node_id, *(n.full_node_id for n in neighbours[:limit])}
+        edges = [e for e in rg.edges if e.source_full_node_id in keep and e.target_full_node_id in keep]
+        used = {e.op_id for e in edges}
+        rg = RuntimeGraph([n for n in rg.nodes if n.full_node_id in keep], edges,
+                          [op for op in rg.ops if op.op_id in used])
     ops = list(dict.fromkeys(op.op_id for op in rg.ops))
     return Subgraph(kind="related", title=f"{direction} neighbours of {full_node_id}", op_ids=ops, graph=rg,
-                    focus_ids=(full_node_id,))
+                    focus_ids=(full_node_id,), note=note)
 
 
 def trail_subgraph(pg: ParsedGraph, trail: Iterable[dict[str, Any]]) -> Subgraph:

@@ -36,10 +36,12 @@ VIEWS = ("Macro flow", "Operation", "Related variables", "Error attribution")
 TIMELINE_PAGE = 240
 TIMELINE_PER_ROW = 8
 QA_PAGE = 8
+MAX_LISTED = 200
 STATUS_BADGE = {"correct": ":green[**correct**]", "wrong": ":red[**wrong**]", "unjudged": ":gray[not judged]"}
 STATUS_TEXT = {"correct": "[correct]", "wrong": "[wrong]", "unjudged": "[not judged]"}
 ALL_SESSIONS = "(all sessions)"
 PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
+_CSS = "<style>[data-testid='stMainBlockContainer'] {padding-top: 2.2rem;}</style>"
 
 
 # ----------------------------------------------------------------------------------- caches
@@ -187,10 +189,31 @@ def _candidates_table(pg: ParsedGraph, sub: Subgraph) -> None:
     rows = []
     for op, edges in sub.candidates():
         info = pg.index.ops.get(op)
-        shown = ", ".join(f"`{e}`" for e in edges[:4]) + (f" … (+{len(edges) - 4})" if len(edges) > 4 else "")
-        rows.append([f"`{op}`", info.op_name if info else "", info.category if info else "", len(edges), shown])
+        rows.append([f"`{op}`", info.op_name if info else "", info.category if info else "", len(edges)])
     if rows:
-        st.markdown(_table(["op_id", "op name", "category", "edges", "edge ids"], rows))
+        st.markdown(_table(["op_id", "op name", "category", "edges"], rows))
+
+
+def _candidate_picker(pg: ParsedGraph, subs: list[Subgraph]) -> None:
+    """Pick a candidate op and one of its edges, and put them in the manual form."""
+    owners: dict[str, str] = {}
+    for sub in subs:
+        for op, _edges in sub.candidates():
+            owners.setdefault(op, sub.kind)
+    if not owners:
+        return
+    c1, c2, c3 = st.columns([4, 4, 2])
+    op = c1.selectbox("Candidate operation", list(owners), key="cand_op",
+                      format_func=lambda o: f"{owners[o]} · {_op_label(pg, o)}")
+    edges = [e.edge_id for e in pg.index.op_edges.get(op, [])]
+    labels = {e.edge_id: f"{_short_id(e.source)} → {_short_id(e.target)}" for e in pg.index.op_edges.get(op, [])}
+    edge = c2.selectbox("Edge", edges[:MAX_LISTED], key="cand_edge", format_func=lambda e: labels.get(e, e))
+    c3.button("Put in the form", key="cand_to_form", on_click=_fill_form,
+              args=(op, edge, ss.get("f_type"), ss.get("f_reason") or ""))
+
+
+def _short_id(node_id: str, limit: int = 38) -> str:
+    return _cut(node_id, limit)
 
 
 def _evidence_message(pg: ParsedGraph, qa: QARecord) -> str | None:
@@ -219,11 +242,19 @@ def _problems(ds: Dataset) -> None:
     if ds.errors:
         st.warning(f"{len(ds.errors)} file(s) could not be loaded; the other graphs are available:\n\n"
                    + "\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.errors))
-    if ds.skipped:
-        with st.expander(f"{len(ds.skipped)} JSON file(s) skipped"):
-            st.markdown("\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.skipped))
     if ds.index_note:
         st.caption(ds.index_note)
+
+
+def _data_notes(ds: Dataset) -> None:
+    """Where the graphs come from (bottom of the sidebar)."""
+    with st.sidebar:
+        st.divider()
+        st.caption(f"Data: `{ds.data_path}` · {len(ds.graphs)} graph(s)"
+                   + (f" · index `{ds.index_path.name}`" if ds.index_path else ""))
+        if ds.skipped:
+            with st.expander(f"{len(ds.skipped)} JSON file(s) skipped"):
+                st.markdown("\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.skipped))
 
 
 def _top_controls(ds: Dataset) -> None:
@@ -399,6 +430,8 @@ def _related_view(pg: ParsedGraph) -> None:
         if node.metadata:
             st.json(node.metadata, expanded=False)
     sub = pg.memo(("related", var, direction), lambda: related_variables(pg, var, direction))
+    if sub.note:
+        st.caption(sub.note)
     _plot(pg.memo(("related_fig", var, direction), lambda: subgraph_figure(sub.graph, focus_ids=[var])),
           "related_graph",
           on_select=lambda: _chart_clicked("related_graph"))
@@ -406,9 +439,10 @@ def _related_view(pg: ParsedGraph) -> None:
     if neighbours:
         pick = st.selectbox("Neighbour", neighbours, key="var_next")
         st.button("Go to neighbour", on_click=_go, kwargs={"var": pick}, key="var_go")
-    ops = [op.op_id for op in pg.network.get_operations_by_variable(var)]
+    ops = pg.memo(("var_ops", var), lambda: [op.op_id for op in pg.network.get_operations_by_variable(var)])
     if ops:
-        pick_op = st.selectbox("Operations that read or wrote it", ops, key="var_op", format_func=lambda o: _op_label(pg, o))
+        label = "Operations that read or wrote it" + (f" (first {MAX_LISTED} of {len(ops)})" if len(ops) > MAX_LISTED else "")
+        pick_op = st.selectbox(label, ops[:MAX_LISTED], key="var_op", format_func=lambda o: _op_label(pg, o))
         st.button("Open operation", on_click=_go, args=("Operation",), kwargs={"op": pick_op}, key="var_open_op")
 
 
@@ -444,8 +478,8 @@ def _trail_panel(pg: ParsedGraph, qa: QARecord, result: dict[str, Any]) -> None:
     current = steps[k - 1]
     if current.get("node_id"):
         states[current["node_id"]] = "current"
-    st.caption(f"step {k}/{n} · {current.get('stage')} · {current.get('op_name') or ''} "
-               f"`{current.get('op_id') or ''}` · {current.get('note') or ''}")
+    where = f" · {current.get('op_name') or 'op'} `{current['op_id']}`" if current.get("op_id") else ""
+    st.caption(f"step {k}/{n} · {current.get('stage')}{where} · {current.get('note') or ''}")
     sub = pg.memo(("trail", qa.qa_id), lambda: trail_subgraph(pg, steps))
     if sub.note:
         st.caption(sub.note)
@@ -566,6 +600,7 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
             fig = pg.memo(("attribution_fig", qa.qa_id, i), lambda sub=sub: subgraph_figure(sub.graph, focus_ids=sub.focus_ids))
             _plot(fig, chart,
                   on_select=lambda chart=chart: _chart_clicked(chart, edge_to_form=True))
+    _candidate_picker(pg, subs)
     key = f"{graph_name}::{qa.qa_id}"
     _auto_panel(pg, qa, args, key)
     _manual_form(pg, qa, graph_name, args)
@@ -575,6 +610,7 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
 def main() -> None:
     """Render the page."""
     st.set_page_config(page_title="MemTrace · annotation", layout="wide")
+    st.markdown(_CSS, unsafe_allow_html=True)
     try:
         args = parse_app_args(sys.argv[1:])
     except AppArgsError as exc:
@@ -608,6 +644,7 @@ def main() -> None:
                f"{ix.node_count} nodes · {len(ix.edges)} edges · {len(ix.ops)} ops · {len(ix.messages)} messages · "
                f"opened in {pg.load_seconds:.2f} s")
     _sidebar(pg)
+    _data_notes(ds)
     view = ss.view
     if view == "Macro flow":
         _macro_flow(pg)

@@ -41,7 +41,7 @@ def test_faultbench_opens_with_graph_selector_questions_and_timeline(app, faultb
     at = _ok(app(faultbench))
     graphs = at.selectbox(key="graph").options
     assert len(graphs) == 10 and graphs[0].startswith("evermemos/evermemos-locomo-3-1.json")
-    assert any("1 JSON file(s) skipped" in e.label for e in at.expander)
+    assert any("1 JSON file(s) skipped" in e.label for e in at.sidebar.expander)
     sidebar = " ".join(e.value for e in at.sidebar.markdown)
     assert "locomo-qa-3-68" in sidebar and "locomo-qa-3-70" in sidebar
     assert any("2 questions: 0 correct, 2 wrong" in c.value for c in at.sidebar.caption)

@@ -40,6 +40,16 @@ async def _drive(chromium: Chromium, url: str, shots) -> dict:
         seen["markers"] = await page.evaluate("document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length")
         await page.screenshot(shots / "timeline.png")
 
+        # a real mouse click on the processing edge of message U3:D1:5 opens its operations
+        point = await page.plot_point(["edge", "U3:D1:5@1"])
+        assert point is not None
+        await page.click_at(*point)
+        await page.wait_for("document.body.innerText.includes('Cool, John. Kickboxing')", timeout=60)
+        await page.wait_idle()
+        seen["after_click"] = await page.evaluate("document.body.innerText")
+        seen["plots_after_click"] = await page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
+        await page.screenshot(shots / "message.png")
+
         assert await page.click_text("[data-testid='stSidebar'] button", "Attribute")
         await page.wait_for("document.body.innerText.includes('Candidate subgraphs')", timeout=60)
         await page.wait_idle()
@@ -65,7 +75,9 @@ def test_timeline_and_question_list_render_in_chromium(faultbench, tmp_path):
     # the timeline chart holds one clickable point per message plus one handle per message
     assert 24 * 2 in seen["points"], json.dumps(seen["points"])
     assert seen["markers"] >= 48
+    assert "U3:D1:5" in seen["after_click"] and "memory_system.extract_facts" in seen["after_click"]
+    assert seen["plots_after_click"] == 2  # the timeline and the message's op subgraph
     assert "UpdateError" in seen["attribution"] and "Append current case to output file" in seen["attribution"]
-    for name in ("timeline.png", "attribution.png"):
+    for name in ("timeline.png", "message.png", "attribution.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a blank page compresses far smaller

@@ -78,8 +78,10 @@ def test_node_states_ring_the_trail(mem0_graph):
 
 
 def test_layered_layout_puts_targets_right_of_sources_and_survives_cycles():
-    pos = figures.layered_layout(["a", "b", "c", "d"], [("a", "b"), ("b", "c"), ("c", "b"), ("d", "d")])
-    assert pos["a"][0] == 0 and pos["b"][0] == pos["c"][0] == 1 and pos["d"][0] == 0
+    pos = figures.layered_layout(["a", "b", "c", "d", "e"],
+                                 [("a", "b"), ("b", "c"), ("c", "b"), ("d", "d"), ("a", "e"), ("c", "e")])
+    assert [pos[n][0] for n in "abcde"] == [0, 1, 2, 0, 3]  # e after its furthest predecessor c
+    assert len(set(pos.values())) == 5
 
 
 def test_empty_and_huge_subgraphs_give_no_figure(mem0_graph):

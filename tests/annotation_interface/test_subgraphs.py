@@ -101,3 +101,15 @@ def test_trail_subgraph_unions_the_trail_ops_and_keeps_loose_nodes(sc_fixtures):
     assert sub.op_ids == [op]
     assert "U1:D1:1@1" in sub.graph  # evidence step without op still drawn
     assert set(sub.graph.ops[i].op_id for i in range(sub.graph.op_count)) == {op}
+
+
+def test_related_variables_of_a_shared_node_are_capped(faultbench):
+    pg = load_graph(faultbench / "mem0" / "mem0-locomo-3-1.json")
+    prompt = "fact-extraction-system-prompt@1"
+    full = sg.related_variables(pg, prompt, "forward")
+    assert len(full.graph.nodes) > 6 and full.note == ""
+    capped = sg.related_variables(pg, prompt, "forward", limit=5)
+    assert len(capped.graph.nodes) == 6 and "neighbours; the first 5" in capped.note
+    kept = {n.full_node_id for n in capped.graph.nodes}
+    assert all(e.source_full_node_id in kept and e.target_full_node_id in kept for e in capped.graph.edges)
+    assert {op.op_id for op in capped.graph.ops} == {e.op_id for e in capped.graph.edges}
