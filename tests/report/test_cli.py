@@ -187,3 +187,41 @@ def test_help_explains_the_flags(capsys):
     for flag in ("--data-path", "--save-folder", "--target-system-overview", "--no-llm", "--model", "--batch-size",
                  "--max-op-xml-tokens", "--api-config-path", "--studio-url", "--project", "--restart", "--png"):
         assert flag in text
+
+
+def test_without_plotly_the_report_keeps_its_tables(outputs_dir, tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "plotly", None)  # import plotly -> ImportError
+    folder = tmp_path / "report"
+    assert generate_report.main(["--data-path", str(outputs_dir / "evermemos.json"), "--save-folder", str(folder),
+                                 "--no-llm"]) == 0
+    notes = [line for line in _stderr_lines(capsys) if line.startswith("note:")]
+    assert notes == ["note: charts skipped: plotly is not installed (pip install -e '.[report]')"]
+    page = (folder / "error_analysis_report.html").read_text(encoding="utf-8")
+    assert "<table>" in page and "Plotly" not in page
+    markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
+    assert "| memory system |" in markdown and "(interactive)" not in markdown
+
+
+def test_recorded_op_names_stand_in_when_the_graph_is_gone(outputs_dir, tmp_path: Path):
+    data = json.loads((outputs_dir / "rag.json").read_text(encoding="utf-8"))
+    for record in data["results"]:
+        record["graph_path"] = str(tmp_path / "gone.json")
+        record["attributed_operation"] = {"op_name": "memory_system.retrieve", "category": "retrieval"}
+    path = tmp_path / "rag.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    blamed = analyse([path]).statistics["blamed_operations"]
+    attributed = sum(1 for r in data["results"] if not r["attribution_failure"])
+    assert blamed["by_name"] == [{"op_name": "memory_system.retrieve", "count": attributed, "share": 1.0,
+                                  "error_types": blamed["by_name"][0]["error_types"], "memory_systems": {"rag": attributed}}]
+    assert blamed["unresolved"] == 0
+
+
+def test_the_llm_report_and_a_stop_are_shown_in_markdown_and_html(outputs_dir, tmp_path: Path):
+    folder = tmp_path / "report"
+    args = ["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder), "--batch-size", "1",
+            "--retry-backoff", "0", "--max-retries", "0", "--no-png", "--no-progress"]
+    assert generate_report.main(args, model_factory=Factory(fail_on={1})) == 1
+    markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
+    assert "The written analysis stopped: batch 2/" in markdown and "\nv1\n" in markdown
+    page = (folder / "error_analysis_report.html").read_text(encoding="utf-8")
+    assert '<div class="report"><p>v1</p></div>' in page

@@ -58,8 +58,8 @@ class ReportConfig(AgentBaseConfig):
     """First retry delay in seconds (doubles per retry)."""
     batch_timeout_s: float | None = Field(default=None, gt=0.0)
     """Wall-clock limit of one batch attempt (None: no limit)."""
-    max_iters: int = Field(default=2, ge=1)
-    """Reasoning steps per batch before the structured answer is forced."""
+    max_iters: int = Field(default=1, ge=1)
+    """Reasoning steps per batch; a reply without the structured report then gets one forced call."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Output-token cap per model call (None: the endpoint's default)."""
     llama_cpp_compat: bool = False

@@ -28,7 +28,7 @@ from typing import Any
 from toolkits.bench_utils import ERROR_TYPES
 
 from .funnel import FUNNEL_STAGES, loss_stage_of
-from .graphs import GraphStore, dataset_source_of, memory_system_of
+from .graphs import GraphStore, OpInfo, dataset_source_of, memory_system_of
 from .inputs import ReportRecord
 
 __all__ = ["CaseFacts", "build_statistics", "collect_case_facts", "summary_for_prompt"]
@@ -77,12 +77,21 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _recorded_op(value: Any) -> OpInfo | None:
+    """The op name and category the attribution run recorded, used when the graph cannot tell."""
+    if isinstance(value, dict) and isinstance(value.get("op_name"), str) and value["op_name"]:
+        return OpInfo(op_name=value["op_name"], category=str(value.get("category") or "(none)"))
+    return None
+
+
 def collect_case_facts(records: Sequence[ReportRecord], graphs: GraphStore) -> list[CaseFacts]:
     """Resolve every record against its graph (each graph file is loaded once)."""
     facts: list[CaseFacts] = []
     for record in records:
         graph = graphs.graph_for(record)
         info = graphs.op_info(record, record.op_id) if record.attributed else None
+        if info is None and record.attributed:
+            info = _recorded_op(record.raw.get("attributed_operation"))
         loss = loss_stage_of(record.raw, record.error_type) if record.attributed else None
         usage = record.raw.get("attribution_usage")
         usage = usage if isinstance(usage, dict) else {}
