@@ -132,22 +132,29 @@ def related_variables(pg: ParsedGraph, full_node_id: str,
                       limit: int = MAX_RELATED) -> Subgraph:
     """The one-hop neighbourhood of a variable (``bfs(max_depth=1)``, as the reference UI does).
 
-    Shared variables (a prompt read by every extraction) have thousands of neighbours: the first
-    ``limit`` of them in recording order are kept, and the note says how many there are.
+    Shared variables (a prompt read by every extraction, an empty-facts response produced by
+    thousands) have thousands of neighbours: then only the first ``limit`` edges in recording
+    order are kept (read from the viewer's index, so the cost stays O(limit)), and the note says
+    how many there are.
     """
     from smartcomment.runtime import RuntimeGraph
 
-    rg = pg.network.bfs(full_node_id, direction=direction, max_depth=1, include_sibling_inputs=False)
-    note = ""
-    neighbours = [n for n in rg.nodes if n.full_node_id != full_node_id]
-    if len(neighbours) > limit:
-        note = f"{len(neighbours)} neighbours; the first {limit} in recording order are shown"
-        neighbours.sort(key=lambda n: (n.created_at, n.full_node_id))
-        keep = {full_node_id, *(n.full_node_id for n in neighbours[:limit])}
-        edges = [e for e in rg.edges if e.source_full_node_id in keep and e.target_full_node_id in keep]
-        used = {e.op_id for e in edges}
-        rg = RuntimeGraph([n for n in rg.nodes if n.full_node_id in keep], edges,
-                          [op for op in rg.ops if op.op_id in used])
+    ix = pg.index
+    edges = []
+    if direction in ("forward", "both"):
+        edges.extend(ix.out_edges.get(full_node_id, ()))
+    if direction in ("backward", "both"):
+        edges.extend(ix.in_edges.get(full_node_id, ()))
+    if len(edges) <= limit:
+        rg = pg.network.bfs(full_node_id, direction=direction, max_depth=1, include_sibling_inputs=False)
+        note = ""
+    else:
+        note = f"{len(edges)} edges to neighbours; the first {limit} in recording order are shown"
+        kept = sorted(edges, key=lambda e: e.order)[:limit]
+        net = pg.network
+        nodes = list(dict.fromkeys([full_node_id, *(e.target if e.source == full_node_id else e.source for e in kept)]))
+        rg = RuntimeGraph([net.get_variable(n) for n in nodes], [net.get_edge(e.edge_id) for e in kept],
+                          [net.get_operation(op) for op in dict.fromkeys(e.op_id for e in kept)])
     ops = list(dict.fromkeys(op.op_id for op in rg.ops))
     return Subgraph(kind="related", title=f"{direction} neighbours of {full_node_id}", op_ids=ops, graph=rg,
                     focus_ids=(full_node_id,), note=note)

@@ -109,7 +109,10 @@ def test_related_variables_of_a_shared_node_are_capped(faultbench):
     full = sg.related_variables(pg, prompt, "forward")
     assert len(full.graph.nodes) > 6 and full.note == ""
     capped = sg.related_variables(pg, prompt, "forward", limit=5)
-    assert len(capped.graph.nodes) == 6 and "neighbours; the first 5" in capped.note
+    assert "edges to neighbours; the first 5" in capped.note
+    assert capped.graph.edge_count == 5
+    first = sorted(pg.index.out_edges[prompt], key=lambda e: e.order)[:5]
+    assert [e.edge_id for e in capped.graph.edges] == [e.edge_id for e in first]
     kept = {n.full_node_id for n in capped.graph.nodes}
-    assert all(e.source_full_node_id in kept and e.target_full_node_id in kept for e in capped.graph.edges)
-    assert {op.op_id for op in capped.graph.ops} == {e.op_id for e in capped.graph.edges}
+    assert kept == {prompt, *(e.target for e in first)}
+    assert {op.op_id for op in capped.graph.ops} == {e.op_id for e in first}
