@@ -6,6 +6,7 @@ strategy that needs it (as a recorded per-case failure, with the package named).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from toolkits.metrics import ERROR_TYPES
@@ -45,6 +46,26 @@ async def graph_search(ctx: StrategyContext) -> Any:
     )
 
 
+class _LazyMiniLM:
+    """The local MiniLM embedder, loaded on first use (evidence_flow's second opinion on
+    paraphrases). Where it is not installed, ``embed`` raises and evidence_flow goes without."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            if self._model is None:
+                from toolkits._embeddings import make_embedder
+
+                self._model = make_embedder("local")
+        return self._model.embed(texts)
+
+
+_SECOND_OPINION = _LazyMiniLM()
+
+
 def _run_evidence_flow(ctx: StrategyContext) -> dict[str, Any]:
     """The no-LLM attribution of the case with exactly the evidence the runner provided."""
     from toolkits.evidence_flow import attribute_case_evidence_flow
@@ -56,6 +77,7 @@ def _run_evidence_flow(ctx: StrategyContext) -> dict[str, Any]:
         evidence_is_pseudo=bool(ctx.evidence_is_pseudo),
         # no starting nodes given (--no-provide-starting-nodes): never read the annotations
         allow_annotated_fallback=ctx.evidence_ids is not None,
+        embedder=_SECOND_OPINION,
     )
 
 
@@ -124,12 +146,13 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     """The no-LLM attributor (:mod:`toolkits.evidence_flow`); runs in a worker thread.
 
     A result with a known error type is a prediction (its op id may be empty when the flow
-    could name the stage but not the operation); anything else is a failure carrying the
-    attributor's status and reason.
+    could name the stage but not the operation); anything else — an abstention below the
+    confidence threshold, evidence that cannot be found, an unknown query — is a failure carrying
+    the attributor's status and reason, so it is counted wrong, never as a guess.
     """
     result = _run_evidence_flow(ctx)
     error_type = result.get("error_type")
-    if error_type in ERROR_TYPES:
+    if error_type in ERROR_TYPES and result.get("status") in ("attributed", "op_not_found"):
         return _Outcome(
             {"error_type": error_type, "op_id": result.get("op_id") or "", "reason": str(result.get("reason", ""))},
             None,

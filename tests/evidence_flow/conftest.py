@@ -44,9 +44,13 @@ class ToyGraph:
         self.nodes.append(rec)
         return rec["full_node_id"]
 
-    def message(self, mid: str, text: str) -> str:
-        return self.node(mid, {"content": text, "name": "Caroline", "role": "user",
+    def message(self, mid: str, text: str, name: str = "Caroline") -> str:
+        return self.node(mid, {"content": text, "name": name, "role": "user",
                                "timestamp": "2023-05-08T13:56:00"}, category="message")
+
+    def parameter(self, name: str, value: Any) -> str:
+        """A tunable parameter node (class and category ``parameter``), as the layers record them."""
+        return self.node(name, value, category="parameter", class_name="parameter")
 
     def op(self, name: str, category: str) -> str:
         rec = self._common()
@@ -101,9 +105,9 @@ def toy() -> ToyGraph:
     return ToyGraph()
 
 
-def make_case(query: str, golden: str, evidence: list[str], prediction: str = "wrong",
+def make_case(query: str, golden: str, evidence: list[str], prediction: str = "wrong", question: str = "",
               **annotation: Any) -> dict[str, Any]:
-    return {"query_full_node_id": query, "query": "q", "golden_answer": golden, "prediction": prediction,
+    return {"query_full_node_id": query, "query": question, "golden_answer": golden, "prediction": prediction,
             "source_evidence_full_node_ids": evidence, "metadata": {"annotation": annotation}}
 
 

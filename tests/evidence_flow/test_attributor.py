@@ -1,4 +1,4 @@
-"""evidence_flow on unit cases: each stage of loss yields its op and type."""
+"""evidence_flow on hand-built graphs: each stage of loss yields its op and type."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from toolkits.evidence_flow import attribute_case_evidence_flow, evidence_flow_seed
+from toolkits.evidence_flow import STATUSES, attribute_case_evidence_flow, evidence_flow_seed
 
 
-def _mem0_turn(toy, mid: str, text: str, facts: list[str]) -> tuple[str, str, str]:
+def _mem0_turn(toy, mid: str, text: str, facts: list[str], name: str = "Caroline") -> tuple[str, str, str]:
     """Message -> extract_facts op -> extracted facts; returns (message, op, facts node)."""
-    msg = toy.message(mid, text)
+    msg = toy.message(mid, text, name)
     op = toy.op("memory_system.extract_facts", "extraction")
     prompt = toy.node("fact-extraction-system-prompt", "Extract facts.", category="prompt")
     raw = toy.node("raw_fact_extraction_response", json.dumps({"facts": facts}), category="llm_response")
@@ -37,21 +37,32 @@ def _update_unit(toy, before: str, uid: str, text: str) -> tuple[str, str]:
     return op, unit
 
 
+def _attr(toy, case, *args, **kwargs):
+    return attribute_case_evidence_flow(toy.export(), case, *args, **kwargs)
+
+
+def _verdict(result) -> tuple[str | None, str | None]:
+    return result["error_type"], result["op_id"]
+
+
+# ---------------------------------------------------------------- the five stages
+
+
 def test_extraction_drop_blames_the_extracting_op(toy, case_factory):
     msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden four years ago.", ["Caroline moved"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved four years ago")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"], result["status"]) == ("ExtractionError", op, "attributed")
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert (*_verdict(result), result["status"]) == ("ExtractionError", op, "attributed")
     assert any(step["node_id"] == msg and step["present"] for step in result["trail"])
+    assert 0.0 < result["confidence"] <= 1.0
 
 
 def test_bad_add_decision_is_an_extraction_error_at_the_decision_op(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     add_op, unit = _add_unit(toy, facts, "1", "Caroline moved from Norway")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("ExtractionError", add_op)
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("ExtractionError", add_op)
 
 
 def test_degrading_update_is_an_update_error(toy, case_factory):
@@ -59,18 +70,17 @@ def test_degrading_update_is_an_update_error(toy, case_factory):
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
     upd_op, unit2 = _update_unit(toy, unit, "1", "Caroline moved from Scandinavia")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit2])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("UpdateError", upd_op)
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("UpdateError", upd_op)
 
 
 def test_information_that_migrates_to_another_unit_is_followed(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit_a = _add_unit(toy, facts, "a", "Caroline moved from Sweden")
-    _, unit_b = _add_unit(toy, facts, "b", "Caroline is from Sweden and loves it")
+    _, unit_b = _add_unit(toy, facts, "b", "Caroline moved here from Sweden and loves it")
     _update_unit(toy, unit_a, "a", "Caroline loves painting")  # a loses it, b still holds it
     ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("RetrievalError", ids["search"])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert _verdict(result) == ("RetrievalError", ids["search"])
     assert any(s["stage"] == "store" and s["present"] and unit_b in s["note"] for s in result["trail"])
 
 
@@ -78,22 +88,20 @@ def test_explicit_delete_is_a_deletion_error(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
     del_op = toy.op("memory_system.update_memory_decision", "update")
-    marker = toy.node("delete_marker", "DELETED", category="marker")
+    marker = toy.node("delete_marker", "DELETED", category="marker", class_name="delete_marker")
     toy.edge(del_op, unit, marker, "update")
     ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("DeletionError", del_op)
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("DeletionError", del_op)
 
 
-def test_loss_that_is_repaired_later_is_not_blamed(toy, case_factory):
+def test_a_fact_told_twice_is_followed_from_both_tellings(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
     _update_unit(toy, unit, "1", "Caroline moved")
-    msg2, _, facts2 = _mem0_turn(toy, "U1:D1:2", "Sweden was home.", ["Caroline is from Sweden"])
-    _, unit2 = _add_unit(toy, facts2, "2", "Caroline is from Sweden")
+    _, _, facts2 = _mem0_turn(toy, "U1:D1:2", "Yes, I moved here from Sweden, you know.", ["Caroline moved from Sweden"])
+    _, unit2 = _add_unit(toy, facts2, "2", "Caroline moved here from Sweden")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit2])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("ResponseError", ids["qa"])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("ResponseError", ids["qa"])
 
 
 def test_retrieval_that_misses_the_holding_unit(toy, case_factory):
@@ -101,42 +109,23 @@ def test_retrieval_that_misses_the_holding_unit(toy, case_factory):
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
     _, other = _add_unit(toy, facts, "2", "Caroline likes tea")
     ids = toy.ask("q1", "Where did Caroline move from?", [other])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"], result["status"]) == ("RetrievalError", ids["search"], "attributed")
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert (*_verdict(result), result["status"]) == ("RetrievalError", ids["search"], "attributed")
 
 
 def test_context_with_the_answer_makes_it_a_response_error(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit], prediction="Norway")
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    assert (result["error_type"], result["op_id"]) == ("ResponseError", ids["qa"])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg], prediction="Norway"))
+    assert _verdict(result) == ("ResponseError", ids["qa"])
     assert [s["stage"] for s in result["trail"]][-2:] == ["context", "answer"]
-
-
-def test_evidence_that_never_existed_is_reported_not_typed(toy, case_factory):
-    _mem0_turn(toy, "U1:D1:1", "I like tea.", ["Caroline likes tea"])
-    ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", ["U1:D9:9@1"]))
-    assert result["status"] == "evidence_absent"
-    assert result["error_type"] is None and result["op_id"] is None
-    assert "never existed" in result["reason"]
-    assert evidence_flow_seed(result)["frontier"] == []
-
-
-def test_without_evidence_ids_the_message_stating_the_answer_stands_in(toy, case_factory):
-    msg, op, _ = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved"])
-    ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", []))
-    assert (result["error_type"], result["op_id"]) == ("ExtractionError", op)
-    assert result["trail"][0]["node_id"] == msg
 
 
 def test_long_context_trimming_is_an_update_error(toy, case_factory):
     unit = toy.node("memory-unit", "", category="memory_entry")
     buffer: list[str] = []
-    trim_op = None
-    ev = None
+    trim_op = ev = None
     for i, text in enumerate(["I moved here from Sweden.", "Nice weather.", "I paint a lot."]):
         msg = toy.message(f"U1:D1:{i}", text)
         ev = ev or msg
@@ -146,21 +135,169 @@ def test_long_context_trimming_is_an_update_error(toy, case_factory):
         op = toy.op("memory_system.memory_update", "update")
         new = toy.node("memory-unit", "\n".join(buffer), category="memory_entry")
         toy.link(op, [unit, msg], [new], "update")
-        unit = new
-        trim_op = op
+        unit, trim_op = new, op
     ids = toy.ask("q1", "Where did Caroline move from?", [unit])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [ev]))
-    assert (result["error_type"], result["op_id"]) == ("UpdateError", trim_op)
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [ev]))) == ("UpdateError", trim_op)
 
 
 def test_evidence_mode_when_the_answer_is_inferred(toy, case_factory):
-    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I went to an LGBTQ support group yesterday.",
-                                ["Caroline went to an LGBTQ support group on 7 May 2023"])
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I went to an LGBTQ support group yesterday.",
+                               ["Caroline went to an LGBTQ support group on 7 May 2023"])
     _, unit = _add_unit(toy, facts, "1", "Caroline went to an LGBTQ support group on 7 May 2023")
     ids = toy.ask("q1", "When did Caroline go to the support group?", [unit], prediction="June")
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "7 May 2023", [msg]))
-    assert result["trail"][0]["note"].startswith("evidence mode")
-    assert (result["error_type"], result["op_id"]) == ("ResponseError", ids["qa"])
+    result = _attr(toy, case_factory(ids["query"], "7 May 2023", [msg]))
+    assert result["evidence"]["mode"] == "evidence"
+    assert _verdict(result) == ("ResponseError", ids["qa"])
+
+
+# ---------------------------------------------------------------- shared words are not the information
+
+
+def test_a_common_answer_word_in_an_unrelated_unit_does_not_count(toy, case_factory):
+    """The fact is dropped at extraction; "happy" also sits in another message's unit."""
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "The adoption meeting made me so happy!", ["Caroline went to a meeting"])
+    _add_unit(toy, facts, "1", "Caroline went to a meeting")
+    _, _, other = _mem0_turn(toy, "U1:D1:2", "I'm happy for you, that's great news!", ["Melanie is happy for Caroline"],
+                             name="Melanie")
+    _, happy = _add_unit(toy, other, "2", "Melanie is happy for Caroline")
+    _, _, third = _mem0_turn(toy, "U1:D1:3", "Happy birthday to my kid!", ["Melanie's kid had a birthday, happy"],
+                             name="Melanie")
+    ids = toy.ask("q1", "How did Caroline feel after the adoption meeting?", [happy])
+    result = _attr(toy, case_factory(ids["query"], "happy", [msg]))
+    assert _verdict(result) == ("ExtractionError", op)
+
+
+def test_a_long_context_line_of_another_message_does_not_keep_a_trimmed_fact(toy, case_factory):
+    unit = toy.node("memory-unit", "", category="memory_entry")
+    lines: list[str] = []
+    texts = [("Caroline", "The adoption meeting made me so happy!"), ("Melanie", "I'm happy for you!"),
+             ("Melanie", "Happy to hear it went well, truly happy.")]
+    first = trim_op = None
+    for i, (name, text) in enumerate(texts):
+        msg = toy.message(f"U1:D1:{i}", f"Speaker {name} (role: user) says: {text}", name)
+        first = first or msg
+        lines.append(f"Speaker {name} (role: user) says: {text}")
+        if i == 2:
+            lines.pop(0)  # the update that appends the third message trims the first
+        op = toy.op("memory_system.memory_update", "update")
+        new = toy.node("memory-unit", "\n".join(lines), category="memory_entry")
+        toy.link(op, [unit, msg], [new], "update")
+        unit, trim_op = new, op
+    ids = toy.ask("q1", "How did Caroline feel after the adoption meeting?", [unit])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "happy", [first]))) == ("UpdateError", trim_op)
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ("Caroline never moved here from Sweden", "negation"),
+        ("Melanie: I moved here from Sweden", "person"),
+        ("Caroline moved here from Sweden in 2019", "number"),
+        ("Caroline moved here from Sweden to Oslo", "proper noun"),
+    ],
+)
+def test_words_that_survive_with_the_meaning_changed_are_a_loss(toy, case_factory, stored, why):
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden to Boston in 2021.",
+                               ["Caroline moved here from Sweden to Boston in 2021"])
+    toy.message("U1:D1:2", "Cool!", "Melanie")
+    add_op, unit = _add_unit(toy, facts, "1", stored)
+    ids = toy.ask("q1", "Where did Caroline move from?", [unit])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert _verdict(result) == ("ExtractionError", add_op)
+    assert why in result["reason"] or any(why in s["note"] for s in result["trail"])
+
+
+def test_a_wrong_merge_at_update_is_an_update_error(toy, case_factory):
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I went to the support group on Friday.",
+                               ["Caroline went to the support group on Friday"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline went to the support group on Friday")
+    # merged with another memory: the answer's word survives, attached to another event
+    upd_op, merged = _update_unit(toy, unit, "1", "Caroline went to her pottery class on Friday")
+    ids = toy.ask("q1", "When did Caroline go to the support group?", [merged])
+    result = _attr(toy, case_factory(ids["query"], "Friday", [msg]))
+    assert _verdict(result) == ("UpdateError", upd_op)
+
+
+def test_a_near_duplicate_retrieved_unit_is_not_the_holding_unit(toy, case_factory):
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I went to the support group on Friday.",
+                               ["Caroline went to the support group on Friday"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline went to the support group on Friday")
+    _, _, facts2 = _mem0_turn(toy, "U1:D1:2", "I went to my pottery class on Friday.",
+                              ["Caroline went to the pottery class on Friday"])
+    _, twin = _add_unit(toy, facts2, "2", "Caroline went to the pottery class on Friday")
+    ids = toy.ask("q1", "When did Caroline go to the support group?", [twin])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Friday", [msg]))) == ("RetrievalError", ids["search"])
+
+
+# ---------------------------------------------------------------- evidence, pseudo evidence, statuses
+
+
+def test_evidence_that_never_existed_is_reported_not_typed(toy, case_factory):
+    _mem0_turn(toy, "U1:D1:1", "I like tea.", ["Caroline likes tea"])
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", ["U1:D9:9@1"]))
+    assert result["status"] == "evidence_absent" and result["status"] in STATUSES
+    assert result["error_type"] is None and result["op_id"] is None
+    assert "cannot be shown to have existed" in result["reason"]
+    assert evidence_flow_seed(result)["frontier"] == []
+
+
+def test_without_evidence_ids_the_message_stating_the_answer_stands_in(toy, case_factory):
+    msg, op, _ = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved"])
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", []))
+    assert _verdict(result) == ("ExtractionError", op)
+    assert msg in result["evidence"]["seeds"]
+
+
+def test_pseudo_evidence_is_checked_against_the_golden_answer_and_the_question(toy, case_factory):
+    noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
+    decoy, _, decoy_facts = _mem0_turn(toy, "U1:D1:1", "Sweden has nice summers, I hear.", ["Sweden has nice summers"],
+                                       name="Melanie")
+    _add_unit(toy, decoy_facts, "9", "Sweden has nice summers")
+    msg, op, _ = _mem0_turn(toy, "U1:D1:2", "I moved here from Sweden four years ago.", ["Caroline moved"])
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    case = case_factory(ids["query"], "Sweden", [], question="Where did Caroline move from?")
+    result = _attr(toy, case, [noise, decoy], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [msg]
+    assert _verdict(result) == ("ExtractionError", op)
+
+
+def test_pseudo_mode_never_reads_the_evidence_recorded_on_the_query(toy, case_factory):
+    """No message states the (inferred) answer; the gold evidence sits in the query's metadata."""
+    gold, op, facts = _mem0_turn(toy, "U1:D1:1", "I went to the support group yesterday.", ["Caroline went"])
+    _add_unit(toy, facts, "1", "Caroline went")
+    ids = toy.ask("q1", "When did Caroline go to the support group?", [], evidence=["U1:D1:1"])
+    case = case_factory(ids["query"], "7 May 2023", [gold], question="When did Caroline go to the support group?")
+    result = _attr(toy, case, [], evidence_is_pseudo=True)
+    assert "retrieval found no starting evidence" in result["evidence"]["notes"]
+    assert result["status"] == "evidence_absent" and gold not in json.dumps(result)
+    # the same evidence handed over as annotated is used
+    assert _attr(toy, case)["evidence"]["seeds"] == [gold]
+
+
+def test_low_confidence_abstains_with_a_best_guess(toy, case_factory):
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden four years ago.", ["Caroline moved"])
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    case = case_factory(ids["query"], "Sweden", [msg])
+    result = _attr(toy, case, min_confidence=1.01)
+    assert result["status"] == "abstained" and result["error_type"] is None and result["op_id"] is None
+    assert result["best_guess"] == {"error_type": "ExtractionError", "op_id": op}
+    assert "leans towards ExtractionError" in evidence_flow_seed(result)["hint"]
+
+
+def test_parameter_nodes_are_ignored(toy, case_factory):
+    top_k = toy.parameter("top_k", 10)
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
+    add_op, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
+    toy.edge(add_op, toy.parameter("max_facts", 3), unit, "update")
+    _, other = _add_unit(toy, facts, "2", "Caroline likes tea")
+    ids = toy.ask("q1", "Where did Caroline move from?", [other])
+    toy.edge(ids["search"], top_k, other)
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("RetrievalError", ids["search"])
+
+
+# ---------------------------------------------------------------- robustness
 
 
 def test_works_on_an_imported_exec_network_and_the_shared_fixture(fixtures_dir):
@@ -173,7 +310,7 @@ def test_works_on_an_imported_exec_network_and_the_shared_fixture(fixtures_dir):
             "metadata": {"annotation": annotation}}
     for graph in (data, network_mod.ExecNetwork.import_graph(data)):
         result = attribute_case_evidence_flow(graph, case)
-        assert (result["error_type"], result["op_id"]) == (annotation["final_error_type"], annotation["final_op_id"])
+        assert _verdict(result) == (annotation["final_error_type"], annotation["final_op_id"])
 
 
 def test_deterministic_and_json_serialisable(toy, case_factory):
@@ -188,7 +325,7 @@ def test_deterministic_and_json_serialisable(toy, case_factory):
 
 def test_unknown_query_and_bad_graph(toy, case_factory):
     toy.message("U1:D1:1", "hello")
-    result = attribute_case_evidence_flow(toy.export(), case_factory("query:nope@1", "x", []))
+    result = _attr(toy, case_factory("query:nope@1", "x", []))
     assert result["status"] == "query_not_found" and result["error_type"] is None
     with pytest.raises(TypeError, match="ExecNetwork or an exported graph dict"):
         attribute_case_evidence_flow(42, case_factory("query:nope@1", "x", []))
@@ -197,27 +334,15 @@ def test_unknown_query_and_bad_graph(toy, case_factory):
 def test_seed_gives_frontier_and_hint(toy, case_factory):
     msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved"])
     ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [msg]))
-    seed = evidence_flow_seed(result)
+    seed = evidence_flow_seed(_attr(toy, case_factory(ids["query"], "Sweden", [msg])))
     assert msg in seed["frontier"]
     assert op in seed["hint"] and "ExtractionError" in seed["hint"]
 
 
-def test_pseudo_evidence_that_misses_the_answer_is_replaced_by_the_stating_message(toy, case_factory):
-    noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
-    msg, op, _ = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden four years ago.", ["Caroline moved"])
+def test_gold_labels_are_never_read(toy, case_factory):
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved"])
     ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "Sweden", [noise]))
-    assert (result["error_type"], result["op_id"]) == ("ExtractionError", op)
-    assert any("stand in" in step["note"] for step in result["trail"])
-
-
-def test_unverifiable_pseudo_evidence_is_reported_absent(toy, case_factory):
-    noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
-    toy.message("U1:D1:1", "The weather was lovely today.")
-    ids = toy.ask("q1", "Where did Caroline move from?", [])
-    case = case_factory(ids["query"], "Sweden", [])
-    result = attribute_case_evidence_flow(toy.export(), case, [noise], evidence_is_pseudo=True)
-    assert (result["status"], result["error_type"]) == ("evidence_absent", None)
-    # the same ids given as annotated evidence are trusted (evidence mode)
-    assert attribute_case_evidence_flow(toy.export(), case, [noise])["status"] != "evidence_absent"
+    plain = case_factory(ids["query"], "Sweden", [msg])
+    labelled = case_factory(ids["query"], "Sweden", [msg], final_error_type="DeletionError", final_op_id=ids["qa"],
+                            prediction_id="pred-nope@1", fault={"kind": "update/drop", "site": "x"})
+    assert _attr(toy, plain) == _attr(toy, labelled)

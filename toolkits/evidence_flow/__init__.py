@@ -2,13 +2,14 @@
 
 Public surface:
 
-* :func:`attribute_case_evidence_flow` — attribute one failed case (see :mod:`._attributor`
-  for the algorithm and :mod:`._text` for how presence is measured).
+* :func:`attribute_case_evidence_flow` — attribute one failed case (the steps are described in
+  :mod:`._attributor`; evidence choice in :mod:`._evidence`, the presence rule in
+  :mod:`._probe`, lineage and lifecycle in :mod:`._flow`, query time in :mod:`._query_time`).
 * :func:`evidence_flow_seed` — turn a result into a starting frontier and a hint for the LLM
   strategies.
 """
 
-from ._attributor import STATUSES, attribute_case_evidence_flow, clear_graph_cache
+from ._attributor import DEFAULT_MIN_CONFIDENCE, STATUSES, attribute_case_evidence_flow, clear_graph_cache
 from ._seed import evidence_flow_seed
 from ._text import (
     DEFAULT_ANSWER_THRESHOLD,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_ANSWER_THRESHOLD",
     "DEFAULT_EMBEDDING_THRESHOLD",
     "DEFAULT_EVIDENCE_THRESHOLD",
+    "DEFAULT_MIN_CONFIDENCE",
     "STATUSES",
     "attribute_case_evidence_flow",
     "clear_graph_cache",

@@ -6,14 +6,28 @@ or the exported JSON dict itself, so the attributor does not care where the grap
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-__all__ = ["EdgeRec", "GraphView", "NodeRec", "OpRec", "split_full_node_id"]
+__all__ = [
+    "EdgeRec",
+    "GraphView",
+    "NodeRec",
+    "OpRec",
+    "is_delete_marker",
+    "is_memory_unit",
+    "is_message",
+    "is_parameter",
+    "split_full_node_id",
+]
 
 #: Op categories that belong to answering a question, not to building memory.
 QUERY_TIME_OP_CATEGORIES = frozenset({"retrieval", "evaluation"})
+# Nodes that configure an op (top_k, chunk sizes, ...) rather than carry data.
+_PARAMETER_WORDS = ("parameter", "hyperparameter")
 
 
 def split_full_node_id(full_node_id: str) -> tuple[str, int | None]:
@@ -172,6 +186,61 @@ class GraphView:
         """Return True for retrieval/evaluation ops (they do not build memory)."""
         return self.op_category(op_id) in QUERY_TIME_OP_CATEGORIES
 
+    # ----------------------------------------------------------------- derived, computed once
+    @cached_property
+    def messages(self) -> list[NodeRec]:
+        """Conversation message nodes, in creation order."""
+        return sorted((n for n in self.nodes.values() if is_message(n)), key=lambda n: (n.created_at, n.order))
+
+    @cached_property
+    def speakers(self) -> frozenset[str]:
+        """Lower-case first names of everyone who speaks in the conversation."""
+        names = set()
+        for node in self.messages:
+            name = message_speaker(node)
+            if name:
+                names.add(name)
+        return frozenset(names)
+
+    @cached_property
+    def document_frequency(self) -> dict[str, int]:
+        """In how many messages each content token occurs (for rarity weights)."""
+        from ._text import content_tokens, message_text
+
+        counts: dict[str, int] = defaultdict(int)
+        for node in self.messages:
+            for token in content_tokens(message_text(node.value)):
+                counts[token] += 1
+        return dict(counts)
+
+    @cached_property
+    def construction_edges(self) -> list[EdgeRec]:
+        """Edges of ops that build memory (not retrieval/evaluation), parameters left out, in order."""
+        out = []
+        for edge in self.edges:
+            if self.is_query_time_op(edge.op_id):
+                continue
+            source, target = self.nodes.get(edge.source), self.nodes.get(edge.target)
+            if source is None or target is None or is_parameter(source) or is_parameter(target):
+                continue
+            out.append(edge)
+        return out
+
+    @cached_property
+    def memory_bound(self) -> frozenset[str]:
+        """Nodes from which some memory unit can be reached over construction edges (units included)."""
+        incoming: dict[str, list[str]] = defaultdict(list)
+        for edge in self.construction_edges:
+            incoming[edge.target].append(edge.source)
+        seen = {n.full_node_id for n in self.nodes.values() if is_memory_unit(n)}
+        stack = list(seen)
+        while stack:
+            for source in incoming.get(stack.pop(), ()):
+                if source not in seen:
+                    seen.add(source)
+                    stack.append(source)
+        return frozenset(seen)
+
 
 def is_memory_unit(node: NodeRec) -> bool:
     """Memory units: category ``memory_entry`` or a ``memory-unit`` name."""
@@ -185,4 +254,31 @@ def is_message(node: NodeRec) -> bool:
 
 def is_delete_marker(node: NodeRec) -> bool:
     """Nodes that mark an explicit deletion of their source unit."""
-    return node.category == "marker" or node.full_name.startswith("delete_marker")
+    if node.class_name == "delete_marker" or node.full_name.startswith("delete_marker"):
+        return True
+    return node.category == "marker" and "delete" in (node.full_name + " " + node.value).lower()
+
+
+def is_parameter(node: NodeRec) -> bool:
+    """Configuration values recorded as op inputs (``top_k``, chunk sizes, ...): never data."""
+    labels = f"{node.category} {node.class_name or ''}".lower()
+    if any(word in labels for word in _PARAMETER_WORDS):
+        return True
+    return bool(node.metadata.get("is_parameter") or node.metadata.get("parameter") is True)
+
+
+def message_speaker(node: NodeRec) -> str | None:
+    """Lower-case first name of a message's speaker (its ``name`` field or metadata), if any."""
+    name = None
+    try:
+        value = json.loads(node.value)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        name = value["name"]
+    for key in ("speakers", "speaker"):
+        if not name and isinstance(node.metadata.get(key), str):
+            name = node.metadata[key]
+    if not name or not name.strip():
+        return None
+    return name.strip().split()[0].lower()

@@ -34,7 +34,13 @@ def evidence_flow_seed(result: dict[str, Any], *, max_nodes: int = 8) -> dict[st
                 "carries the golden answer; check whether the case is a memory error at all.")
         return {"frontier": [], "hint": hint}
     op_id, error_type = result.get("op_id"), result.get("error_type")
-    hint = (f"A deterministic evidence-flow check suggests {error_type} at op {op_id}. "
+    guess = result.get("best_guess") or {}
+    if error_type is None and guess:
+        op_id, error_type = guess.get("op_id"), guess.get("error_type")
+        lead = "A deterministic evidence-flow check, with low confidence, leans towards"
+    else:
+        lead = "A deterministic evidence-flow check suggests"
+    hint = (f"{lead} {error_type} at op {op_id}. "
             f"Its evidence: {result.get('reason', '')} Verify this by inspecting the op and the "
-            "ops before it; token overlap can miss paraphrases, so do not accept it unchecked.")
+            "ops before it; word matching can miss paraphrases, so do not accept it unchecked.")
     return {"frontier": frontier, "hint": hint}

@@ -1,14 +1,8 @@
-"""Measuring whether a piece of text still carries the critical information.
+"""Text normalisation shared by the attributor: tokens, decoded values, what a node says.
 
-Presence is *measured*, never guessed: both sides are normalised (lower case, punctuation
-dropped, stop words removed, a light plural/possessive stem) and compared as token sets. The
-score of a text against a probe is the **recall of the probe's tokens in the best single line
-of the text** (``max over lines of |probe ∩ line| / |probe|``): a fact is a statement, so
-answer words scattered over unrelated lines of a long memory do not count. The information
-counts as present when the score reaches a threshold (:data:`DEFAULT_ANSWER_THRESHOLD` for
-golden-answer probes, :data:`DEFAULT_EVIDENCE_THRESHOLD` for evidence-content probes, where
-each evidence message is a probe of its own). An optional embedder adds a cosine-similarity
-test as a second way to pass.
+Both sides of every comparison are normalised the same way (lower case, punctuation dropped,
+stop words removed, a light plural/-ing/-ed stem, number words as digits) and compared as token
+sets. :mod:`._facts` cuts texts into statements and :mod:`._probe` judges them.
 """
 
 from __future__ import annotations
@@ -18,15 +12,15 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_ANSWER_THRESHOLD",
     "DEFAULT_EMBEDDING_THRESHOLD",
     "DEFAULT_EVIDENCE_THRESHOLD",
-    "Probe",
+    "Embedder",
     "content_tokens",
+    "cosine",
     "decode_value",
     "memory_text",
     "message_text",
@@ -42,7 +36,7 @@ DEFAULT_ANSWER_THRESHOLD = 0.75
 #: does not occur in the evidence itself (inferred answers, e.g. dates from "yesterday").
 DEFAULT_EVIDENCE_THRESHOLD = 0.5
 #: Cosine similarity that also counts as presence when an embedder is given.
-DEFAULT_EMBEDDING_THRESHOLD = 0.8
+DEFAULT_EMBEDDING_THRESHOLD = 0.75
 
 # Closed-class English words that carry no fact. Month names, numbers and modal-looking
 # nouns ("may") are deliberately absent: dates are answers.
@@ -218,7 +212,8 @@ class Embedder(Protocol):
         ...
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0.0 when one is zero)."""
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))
@@ -228,58 +223,3 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def text_lines(text: str) -> list[str]:
     """The non-empty lines of ``text`` (the units in which presence is measured)."""
     return [line for line in text.splitlines() if line.strip()] or [text]
-
-
-@dataclass(kw_only=True)
-class Probe:
-    """The critical information of one failed case and the rule that detects it in a text."""
-
-    answer_tokens: frozenset[str]
-    """Content tokens of the golden answer."""
-    evidence_token_sets: tuple[frozenset[str], ...]
-    """Content tokens of each source-evidence message (used in evidence mode)."""
-    mode: str
-    """``"answer"`` when the golden answer occurs in the evidence, else ``"evidence"``."""
-    answer_threshold: float = DEFAULT_ANSWER_THRESHOLD
-    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD
-    embedder: Embedder | None = None
-    embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD
-    probe_text: str = ""
-    """Text embedded for the optional similarity test."""
-    _cache: dict[str, float] = field(default_factory=dict, repr=False)
-    _probe_vector: list[float] | None = field(default=None, repr=False)
-
-    def _line_score(self, line: str) -> float:
-        tokens = content_tokens(line)
-        best = 0.0
-        if self.answer_tokens:
-            best = token_recall(self.answer_tokens, tokens) / self.answer_threshold
-        if self.mode == "evidence":
-            for probe in self.evidence_token_sets:
-                if probe:
-                    best = max(best, token_recall(probe, tokens) / self.evidence_threshold)
-        return best
-
-    def score(self, text: str) -> float:
-        """Return how strongly ``text`` carries the information, normalised so 1.0 = threshold.
-
-        Values ≥ 1.0 mean present. The score is the best line's larger of the answer-token
-        recall and, in evidence mode, any evidence message's token recall, each divided by its
-        threshold; the embedding test, if any, can only raise it.
-        """
-        cached = self._cache.get(text)
-        if cached is not None:
-            return cached
-        best = max(self._line_score(line) for line in text_lines(text))
-        if best < 1.0 and self.embedder is not None and text.strip() and self.probe_text:
-            if self._probe_vector is None:
-                self._probe_vector = self.embedder.embed([self.probe_text])[0]
-            similarity = _cosine(self._probe_vector, self.embedder.embed([text])[0])
-            if similarity >= self.embedding_threshold:
-                best = max(best, 1.0)
-        self._cache[text] = best
-        return best
-
-    def present(self, text: str) -> bool:
-        """Return True when ``text`` carries the information."""
-        return self.score(text) >= 1.0

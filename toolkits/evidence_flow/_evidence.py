@@ -1,0 +1,215 @@
+"""Step 1 — which messages hold the critical information (the *seeds* of the flow).
+
+Only the inputs every strategy is given are read: the question, the golden answer, the graph,
+and the starting evidence the caller hands over. Gold labels (``final_error_type``,
+``final_op_id``, the annotation's fault record) are never read.
+
+* **Annotated evidence** (``evidence_is_pseudo=False``): the given messages are the evidence;
+  those that state the golden answer are the seeds (*answer mode*); when none does (inferred
+  answers such as a date computed from "yesterday"), the given messages are the seeds
+  (*evidence mode*).
+* **Retrieved (pseudo) evidence**: retrieved messages may be wrong, and retrieval by question
+  and answer can miss the one message that states this answer about this question among several
+  that share the answer's words. So every message of the conversation that states the golden
+  answer competes (searching the conversation for the golden answer is what retrieval itself
+  does), ranked by how well it matches the question, the retrieved ones with a small head start;
+  the best is the seed. When no message states the answer, the retrieved message closest to the
+  question is the seed (evidence mode, low confidence). The evidence
+  recorded on the query node is never used: it is gold information. When retrieval found
+  nothing, the result says so.
+* No evidence given and no fallback allowed: as for retrieved evidence without hits.
+
+Messages that restate the seed's fact (the golden answer *and* most of the seed statement's
+distinctive words) are seeds too, so that a fact told twice is followed from both tellings;
+messages that merely share the answer word are not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._facts import Statement, merge_statements, statements
+from ._graph_view import GraphView, NodeRec, is_message, message_speaker
+from ._text import content_tokens, message_text, token_recall
+
+__all__ = ["EvidenceChoice", "answer_statements", "choose_evidence"]
+
+_RESTATEMENT_SUPPORT = 0.6
+_CLOSE_SECOND = 0.9
+_RETRIEVED_BONUS = 0.05
+
+
+@dataclass(kw_only=True)
+class EvidenceChoice:
+    """The seeds of one case and how sure the choice is."""
+
+    mode: str
+    """``answer`` or ``evidence`` (``none`` when no seed was found)."""
+    seeds: list[NodeRec]
+    facts: list[Statement]
+    source: str
+    """``annotated``, ``retrieved``, ``conversation`` (messages found by the golden answer) or ``none``."""
+    confidence: float
+    answer_spread: int
+    """How many messages before the question state the golden answer."""
+    notes: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    """Given evidence ids that are not in the graph."""
+
+
+def node_statements(view: GraphView, node: NodeRec) -> list[Statement]:
+    """The statements of a message (its speaker is the context for sentences that name nobody)."""
+    return statements(message_text(node.value), view.speakers, message_speaker(node))
+
+
+def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], threshold: float) -> list[Statement]:
+    """Statements of ``node`` that hold the golden answer: single sentences, else the shortest runs
+    of adjacent sentences that do (an answer told over several sentences)."""
+    if not answer:
+        return []
+    found = node_statements(view, node)
+    for size in range(1, len(found) + 1):
+        runs = [merge_statements(found[i:i + size]) for i in range(len(found) - size + 1)]
+        hits = [run for run in runs if token_recall(answer, run.tokens) >= threshold]
+        if hits:
+            return hits
+    return []
+
+
+def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> float:
+    """How well a message matches the question: rarity-weighted share of question tokens it holds."""
+    if not question:
+        return 0.0
+    n = max(len(view.messages), 1)
+    tokens = content_tokens(message_text(node.value))
+    speaker = message_speaker(node)
+    if speaker:
+        tokens = tokens | {speaker}
+    weight = {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(question)}
+    total = math.fsum(weight.values())
+    return math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
+
+
+def _rank(view: GraphView, nodes: Sequence[NodeRec], question: frozenset[str],
+          retrieved: Sequence[str] = ()) -> list[tuple[float, NodeRec]]:
+    """Best match to the question first; retrieved messages get a small head start, and ties go
+    to the better retrieval rank, then to conversation order."""
+    rank = {node_id: i for i, node_id in enumerate(retrieved)}
+    scored = [(_question_score(view, n, question) + (_RETRIEVED_BONUS if n.full_node_id in rank else 0.0), n)
+              for n in nodes]
+    return sorted(scored, key=lambda item: (-item[0], rank.get(item[1].full_node_id, len(rank))))
+
+
+def choose_evidence(
+    view: GraphView,
+    *,
+    query: NodeRec,
+    question: str,
+    answer: frozenset[str],
+    evidence_ids: Sequence[str] | None,
+    pseudo: bool,
+    answer_threshold: float,
+) -> EvidenceChoice:
+    """Pick the seeds of the flow (see the module docstring)."""
+    before = [m for m in view.messages if m.created_at <= query.created_at] or list(view.messages)
+    question_tokens = content_tokens(question)
+    stating_all = [m for m in before if answer_statements(view, m, answer, answer_threshold)]
+    spread = len(stating_all)
+    given, unresolved = _resolve(view, evidence_ids or [])
+    notes: list[str] = []
+
+    if evidence_ids is not None and not pseudo and given:
+        stating = [m for m in given if answer_statements(view, m, answer, answer_threshold)]
+        if stating:
+            return _answer_choice(view, stating, "annotated", 1.0, spread, answer, answer_threshold, notes,
+                                  unresolved, restate_from=stating_all)
+        facts = [s for m in given for s in node_statements(view, m)]
+        return EvidenceChoice(mode="evidence", seeds=given, facts=_closest(facts, question_tokens), source="annotated",
+                              confidence=0.75, answer_spread=spread, notes=["no evidence message states the golden "
+                              "answer: following the evidence's own content"], unresolved=unresolved)
+
+    if pseudo and not given:
+        notes.append("retrieval found no starting evidence")
+    if stating_all:
+        # Every message that states the golden answer competes, the retrieved ones with a small
+        # head start: retrieval ranks by question and answer together, and can miss the one
+        # message that states this answer about this question among several that share its words.
+        retrieved = [m.full_node_id for m in given]
+        stating_given = [m for m in stating_all if m.full_node_id in retrieved]
+        if given and not stating_given:
+            notes.append("the retrieved evidence does not state the golden answer; the conversation's "
+                         "messages that do were searched")
+        ranked = _rank(view, stating_all, question_tokens, retrieved)
+        best = ranked[0][1]
+        source = "retrieved" if best.full_node_id in retrieved else "conversation"
+        clear = len(ranked) == 1 or ranked[1][0] < _CLOSE_SECOND * ranked[0][0]
+        confidence = (0.9 if clear else 0.7) if source == "retrieved" else (0.8 if clear else 0.6)
+        return _answer_choice(view, [best], source, confidence, spread, answer, answer_threshold, notes,
+                              unresolved, restate_from=stating_all)
+    if given:
+        ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
+        score, seed = ranked[0]
+        facts = node_statements(view, seed)
+        notes.append("no message states the golden answer: following the retrieved message closest to the question")
+        # a retrieved message that shares little with the question is a weak seed
+        return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(facts, question_tokens),
+                              source="retrieved", confidence=round(0.3 + 0.6 * min(score, 1.0), 3),
+                              answer_spread=spread, notes=notes, unresolved=unresolved)
+    return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
+                          notes=notes, unresolved=unresolved)
+
+
+def _resolve(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], list[str]]:
+    found: list[NodeRec] = []
+    missing: list[str] = []
+    for ev_id in ids:
+        node = view.resolve(str(ev_id))
+        if node is None:
+            missing.append(str(ev_id))
+        elif node.full_node_id not in {n.full_node_id for n in found}:
+            found.append(node)
+    return [n for n in found if is_message(n)] or found, missing
+
+
+def _closest(facts: list[Statement], question: frozenset[str]) -> list[Statement]:
+    """Evidence mode: the statements that share the most with the question (all when none does)."""
+    if not facts:
+        return []
+    best = max(len(f.tokens & question) for f in facts)
+    if best == 0:
+        return facts
+    return [f for f in facts if len(f.tokens & question) == best]
+
+
+def _answer_choice(
+    view: GraphView,
+    seeds: list[NodeRec],
+    source: str,
+    confidence: float,
+    spread: int,
+    answer: frozenset[str],
+    threshold: float,
+    notes: list[str],
+    unresolved: list[str],
+    *,
+    restate_from: Sequence[NodeRec],
+) -> EvidenceChoice:
+    facts = [s for m in seeds for s in answer_statements(view, m, answer, threshold)]
+    seed_ids = {m.full_node_id for m in seeds}
+    for other in restate_from:
+        if other.full_node_id in seed_ids:
+            continue
+        other_facts = answer_statements(view, other, answer, threshold)
+        if any(_restates(f, o, answer, view.speakers) for f in facts for o in other_facts):
+            seeds = [*seeds, other]
+            seed_ids.add(other.full_node_id)
+            notes.append(f"{other.full_node_id} restates the fact")
+    return EvidenceChoice(mode="answer", seeds=seeds, facts=facts, source=source, confidence=confidence,
+                          answer_spread=spread, notes=notes, unresolved=unresolved)
+
+
+def _restates(fact: Statement, other: Statement, answer: frozenset[str], names: frozenset[str]) -> bool:
+    key = fact.tokens - answer - names
+    return bool(key) and len(key & other.tokens) / len(key) >= _RESTATEMENT_SUPPORT

@@ -1,0 +1,214 @@
+"""Reading statements out of memory text: who they are about, their polarity and their anchors.
+
+A memory text (a message, a buffer, an episode, an extracted fact) is cut into *statements*:
+its lines, each cut into sentences. Every statement records what decides whether it still says
+the same thing as the evidence:
+
+* ``tokens`` — its normalised content tokens (:func:`._text.content_tokens`);
+* ``persons`` — the known people it is about: the names it mentions plus, for a sentence that
+  names nobody, the speaker that an earlier sentence of the same line introduced (``Speaker X
+  says:``, ``X said:``, ``X:``), so a narrative keeps its attribution across sentences;
+* ``negated`` — whether it is negated (``not``, ``never``, ``n't``, ...);
+* ``anchors`` — its numbers, months, weekdays, seasons, relative-time words and time units,
+  grouped by kind (a swapped date or number shows up as a different anchor of the same kind);
+* ``proper`` — capitalised words inside the sentence that are not known people or calendar
+  words (places, organisations, titles).
+
+*Segments* are single statements and runs of adjacent statements of one speaker's turn (pairs,
+or as many as the fact itself spans): a fact may be spread over a few sentences of its speaker,
+never over unrelated lines or another speaker's words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ._text import content_tokens, text_lines
+
+__all__ = [
+    "ANCHOR_KINDS",
+    "Statement",
+    "anchors_of",
+    "is_negated",
+    "merge_statements",
+    "pair_statements",
+    "segments",
+    "statements",
+]
+
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_SEASONS = frozenset("spring summer fall autumn winter".split())
+_RELATIVE = frozenset("yesterday today tomorrow tonight recently ago earlier later soon last next".split())
+_UNITS = frozenset("day week weekend month year decade hour minute morning evening night".split())
+#: Anchor kinds, in the order they are reported.
+ANCHOR_KINDS = ("number", "month", "weekday", "season", "relative", "unit")
+
+_NEGATORS = frozenset("not never no nobody nothing none neither nor cannot".split())
+_INTERJECTION_NO = re.compile(r"(^|[.!?]\s*)no\s*[,.!]", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+_LEAD_COLON = re.compile(r"^(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
+_ATTRIBUTION_VERBS = frozenset({"said", "says", "say", "asked", "asks", "replied", "replies", "told", "tells",
+                                "wrote", "writes", "added", "adds", "mentioned", "mentions", "shared", "shares"})
+
+
+def anchors_of(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Group the anchor tokens of a token set by kind (kinds without tokens are left out)."""
+    groups: dict[str, set[str]] = {}
+    for token in tokens:
+        if token.isdigit():
+            kind = "number"
+        elif token in _MONTHS:
+            kind = "month"
+        elif token in _WEEKDAYS:
+            kind = "weekday"
+        elif token in _SEASONS:
+            kind = "season"
+        elif token in _RELATIVE:
+            kind = "relative"
+        elif token in _UNITS:
+            kind = "unit"
+        else:
+            continue
+        groups.setdefault(kind, set()).add(token)
+    return {kind: frozenset(values) for kind, values in groups.items()}
+
+
+def is_negated(text: str) -> bool:
+    """True when ``text`` is negated (a lone "No," answering a question does not count)."""
+    cleaned = _INTERJECTION_NO.sub(" ", text)
+    for raw in _WORD.findall(cleaned.lower()):
+        word = raw.replace("’", "'")
+        if word in _NEGATORS or word.endswith("n't"):
+            return True
+    return False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Statement:
+    """One sentence (or two adjacent sentences) of a memory text, analysed."""
+
+    text: str
+    tokens: frozenset[str]
+    persons: frozenset[str]
+    negated: bool
+    anchors: dict[str, frozenset[str]] = field(hash=False)
+    proper: frozenset[str]
+    parts: tuple[Statement, ...] = ()
+    """For a run of adjacent sentences, the sentences."""
+    opens_turn: bool = False
+    """The sentence names its speaker at its start (``X said:``): another speaker's turn begins."""
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _lead_speaker(sentence: str, words: list[str], names: frozenset[str]) -> str | None:
+    """The person a sentence opens with as its speaker (``Speaker X``, ``X said``, ``X:``)."""
+    colon = _LEAD_COLON.match(sentence)
+    if colon and colon.group("name").lower() in names:
+        return colon.group("name").lower()
+    lowered = [w.lower() for w in words[:6]]
+    for i, word in enumerate(lowered[:4]):
+        if word not in names:
+            continue
+        if i > 0 and lowered[i - 1] == "speaker":
+            return word
+        if i + 1 < len(lowered) and lowered[i + 1] in _ATTRIBUTION_VERBS:
+            return word
+    return None
+
+
+def _proper_nouns(sentence: str, names: frozenset[str]) -> frozenset[str]:
+    words = _words(sentence)
+    out = set()
+    for i, word in enumerate(words):
+        if i == 0 or not word[0].isupper() or len(word) < 3:
+            continue
+        tokens = content_tokens(word)
+        if len(tokens) != 1:
+            continue
+        token = next(iter(tokens))
+        lowered = word.lower()
+        if lowered in names or token in _MONTHS or token in _WEEKDAYS or lowered in ("speaker", "role", "memory"):
+            continue
+        out.add(token)
+    return frozenset(out)
+
+
+def _statement(text: str, names: frozenset[str], speaker: str | None) -> tuple[Statement, str | None]:
+    """Analyse one sentence; returns it and the speaker context for the next sentence."""
+    words = _words(text)
+    lead = _lead_speaker(text, words, names)
+    speaker = lead or speaker
+    persons = {w.lower() for w in words} & names
+    if speaker is not None:
+        persons.add(speaker)
+    tokens = content_tokens(text)
+    statement = Statement(text=text, tokens=tokens, persons=frozenset(persons), negated=is_negated(text),
+                          anchors=anchors_of(tokens), proper=_proper_nouns(text, names), opens_turn=lead is not None)
+    return statement, speaker
+
+
+def statements(text: str, names: frozenset[str] = frozenset(), speaker: str | None = None) -> list[Statement]:
+    """Cut ``text`` into analysed sentences, line by line (speakers carry over within a line).
+
+    Args:
+        text: a memory text.
+        names: known person names, lower case.
+        speaker: who says ``text`` when it does not say so itself (a message's speaker).
+    """
+    out: list[Statement] = []
+    for line in text_lines(text):
+        context = speaker
+        for sentence in _SENTENCE_END.split(line.strip()):
+            if not sentence.strip():
+                continue
+            statement, context = _statement(sentence.strip(), names, context)
+            out.append(statement)
+    return out
+
+
+def merge_statements(parts: list[Statement]) -> Statement:
+    """Several adjacent statements read as one (a fact told over a few sentences)."""
+    if len(parts) == 1:
+        return parts[0]
+    anchors: dict[str, frozenset[str]] = {}
+    for part in parts:
+        for kind, values in part.anchors.items():
+            anchors[kind] = anchors.get(kind, frozenset()) | values
+    return Statement(text=" ".join(p.text for p in parts), tokens=frozenset().union(*(p.tokens for p in parts)),
+                     persons=frozenset().union(*(p.persons for p in parts)), negated=any(p.negated for p in parts),
+                     anchors=anchors, proper=frozenset().union(*(p.proper for p in parts)), parts=tuple(parts),
+                     opens_turn=parts[0].opens_turn)
+
+
+def pair_statements(a: Statement, b: Statement) -> Statement:
+    """Two adjacent statements read as one."""
+    return merge_statements([a, b])
+
+
+def segments(text: str, names: frozenset[str] = frozenset(), speaker: str | None = None,
+             span: int = 2) -> list[Statement]:
+    """The statements of ``text`` and every run of up to ``span`` adjacent statements of one
+    speaker's turn (a run never crosses a line, nor a sentence that opens another speaker's turn)."""
+    out: list[Statement] = []
+    for line in text_lines(text):
+        line_statements = statements(line, names, speaker)
+        out.extend(line_statements)
+        turns: list[list[Statement]] = []
+        for statement in line_statements:
+            if statement.opens_turn or not turns:
+                turns.append([])
+            turns[-1].append(statement)
+        for turn in turns:
+            for size in range(2, span + 1):
+                out.extend(merge_statements(turn[i:i + size]) for i in range(len(turn) - size + 1))
+    return out

@@ -1,0 +1,185 @@
+"""Steps 2 and 3 — construction by lineage, then the life of every memory unit that holds it.
+
+**Construction.** Starting at the seed messages, the information moves along the edges of the
+ops that build memory (not retrieval or evaluation; parameter nodes are ignored), in execution
+order: an edge passes it on when its source carries it and its target still says it (the
+probe's verdict, reading raw copies of the source messages inside a unit too, because the ops
+that read a unit see them). So only what *descends* from the evidence can carry it: the same
+words in another message's memory do not count. An edge whose source carries it and whose
+target does not is a *drop*.
+
+**Lifecycle.** Every version and every explicit deletion of every memory unit, in order, keeps
+the set of units that hold the information: a version holds it when it descends from the
+evidence and its retrievable content (bookkeeping fields and raw message copies left out) still
+says it. A new version that no longer says it is an update loss, a delete marker a deletion;
+another unit that takes the information over keeps it alive.
+
+* Never held by any unit: an ``ExtractionError`` at the op of the deepest drop on the way to
+  memory (the drop whose carrying source was created last among drops whose target leads to a
+  memory unit), i.e. the last op that had the information and did not pass it on.
+* Held, and no unit holds it when the question is asked: the op that last emptied the set — an
+  ``UpdateError`` (new version) or a ``DeletionError`` (delete marker).
+* Held at question time: the holders go on to the query-time step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._graph_view import EdgeRec, GraphView, NodeRec, is_delete_marker, is_memory_unit, is_message
+from ._probe import Assessment, FactProbe
+from ._text import memory_text, message_text
+from ._trail import Trail
+
+__all__ = ["Drop", "Loss", "StoreState", "follow_construction", "node_text"]
+
+_MAX_CARRY_STEPS = 12
+
+
+def node_text(node: NodeRec, *, flow: bool = False) -> str:
+    """What a node says. Memory units count by their retrievable content, except when following
+    the flow (``flow=True``): raw copies of source messages inside a unit still reach the ops
+    that read the unit (e.g. EverMemOS's episode extraction)."""
+    if is_message(node):
+        return message_text(node.value)
+    return memory_text(node.value, unit=is_memory_unit(node) and not flow)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drop:
+    """An edge whose source carried the information and whose target does not."""
+
+    edge: EdgeRec
+    verdict: Assessment
+
+
+@dataclass(frozen=True, kw_only=True)
+class Loss:
+    """The op after which no unit held the information any more."""
+
+    error_type: str
+    op_id: str | None
+    node: NodeRec
+    verdict: Assessment | None
+
+
+@dataclass(kw_only=True)
+class StoreState:
+    """What construction and the units' lifecycle left at question time."""
+
+    carriers: set[str] = field(default_factory=set)
+    ever_captured: bool = False
+    holders: dict[str, NodeRec] = field(default_factory=dict)
+    """Unit full name → its version that holds the information at question time."""
+    holder_verdicts: dict[str, Assessment] = field(default_factory=dict)
+    last_loss: Loss | None = None
+    extraction_drop: Drop | None = None
+    first_consumer: EdgeRec | None = None
+    """The first construction edge that reads a seed (blamed when nothing was dropped)."""
+    best_unit_score: float = 0.0
+    """Best score of a unit version that descends from the evidence but does not hold it."""
+
+
+def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec], query: NodeRec,
+                        trail: Trail) -> StoreState:
+    """Run construction and the lifecycle up to the question (see the module docstring)."""
+    state = StoreState()
+    edges = [e for e in view.construction_edges if e.created_at <= query.created_at]
+    seed_ids = {n.full_node_id for n in seeds}
+    state.carriers = set(seed_ids)
+    drops: list[Drop] = []
+    shown = 0
+    for edge in edges:
+        if edge.source in seed_ids and state.first_consumer is None:
+            state.first_consumer = edge
+        if edge.source not in state.carriers or edge.target in state.carriers:
+            continue
+        target = view.nodes[edge.target]
+        verdict = probe.assess(node_text(target, flow=True))
+        if verdict.present:
+            state.carriers.add(edge.target)
+            if shown < _MAX_CARRY_STEPS:
+                trail.add("construction", op_id=edge.op_id, node=target, present=True, score=verdict.score,
+                          note=f"{edge.source} -> {edge.target} keeps it")
+                shown += 1
+        else:
+            drops.append(Drop(edge=edge, verdict=verdict))
+    _lifecycle(view, probe, edges, query, state, trail)
+    if not state.ever_captured:
+        state.extraction_drop = _deepest_drop(view, drops)
+    return state
+
+
+def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: NodeRec, state: StoreState,
+               trail: Trail) -> None:
+    produced_by: dict[str, EdgeRec] = {}
+    deletions: list[EdgeRec] = []
+    for edge in edges:
+        target, source = view.nodes[edge.target], view.nodes[edge.source]
+        if is_memory_unit(target) and edge.target not in produced_by:
+            produced_by[edge.target] = edge
+        if is_delete_marker(target) and is_memory_unit(source):
+            deletions.append(edge)
+    # Units recorded without any lineage (no incoming edge) count by content only when the graph
+    # records no lineage from the evidence at all; otherwise lineage decides.
+    lineage_known = any(e.source in state.carriers for e in edges)
+    events: list[tuple[tuple[str, int, int], str, NodeRec, str | None]] = []
+    for node in view.nodes.values():
+        if not is_memory_unit(node):
+            continue
+        edge = produced_by.get(node.full_node_id)
+        if edge is not None:
+            events.append(((edge.created_at, 0, edge.order), "version", node, edge.op_id))
+        elif not view.in_edges.get(node.full_node_id) and node.created_at <= query.created_at and not lineage_known:
+            events.append(((node.created_at, -1, node.order), "version", node, None))
+    for edge in deletions:
+        events.append(((edge.created_at, 0, edge.order), "delete", view.nodes[edge.source], edge.op_id))
+    events.sort(key=lambda ev: ev[0])
+
+    live: dict[str, NodeRec] = {}
+    verdicts: dict[str, Assessment] = {}
+    for _, kind, node, op_id in events:
+        name = node.full_name
+        if kind == "delete":
+            if name in live:
+                del live[name]
+                trail.add("lifecycle", op_id=op_id, node=node, present=False,
+                          note=f"{name} deleted" + ("" if live else "; no unit holds it any more"))
+                if not live:
+                    state.last_loss = Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None)
+            continue
+        descends = node.full_node_id in state.carriers or not lineage_known
+        verdict = probe.assess(node_text(node)) if descends else None
+        if verdict is not None and verdict.present:
+            if name not in live:
+                trail.add("lifecycle", op_id=op_id, node=node, present=True, score=verdict.score,
+                          note="memory unit holds it" + (" again" if state.ever_captured else ""))
+            live[name] = node
+            verdicts[name] = verdict
+            state.ever_captured = True
+            continue
+        if verdict is not None:
+            state.best_unit_score = max(state.best_unit_score, verdict.score)
+        if name in live:
+            del live[name]
+            why = verdict.why if verdict is not None else "not derived from the evidence"
+            trail.add("lifecycle", op_id=op_id, node=node, present=False,
+                      score=verdict.score if verdict is not None else None,
+                      note=f"new version of {name} lost it ({why})" + ("" if live else "; no unit holds it any more"))
+            if not live:
+                state.last_loss = Loss(error_type="UpdateError", op_id=op_id, node=node, verdict=verdict)
+    state.holders = live
+    state.holder_verdicts = {name: verdicts[name] for name in live}
+
+
+def _deepest_drop(view: GraphView, drops: list[Drop]) -> Drop | None:
+    """The drop on the way to memory whose carrying source was created last (ties: earliest edge)."""
+    bound = [d for d in drops if d.edge.target in view.memory_bound] or drops
+    best: Drop | None = None
+    best_key: tuple[str, int] | None = None
+    for drop in bound:
+        source = view.nodes[drop.edge.source]
+        key = (source.created_at, source.order)
+        if best_key is None or key > best_key:
+            best, best_key = drop, key
+    return best

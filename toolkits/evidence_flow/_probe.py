@@ -1,0 +1,262 @@
+"""Does a text still say what the evidence said?  The fact probe of one failed case.
+
+The probe holds the *facts* of the case — the evidence statements that state the golden answer
+(answer mode), or, when no message states it, the evidence statements closest to the question
+(evidence mode) — and judges any text by its best segment (:func:`._facts.segments`):
+
+* **answer** (answer mode): the segment holds the golden answer's content tokens (recall at
+  least ``answer_threshold``);
+* **support**: the segment holds the fact's *distinctive* content — the fact statement's content
+  tokens other than the answer and person names, each weighted by how rare it is among the
+  conversation's messages (inverse document frequency), tokens shared with the question
+  counting double. In answer mode the support needed grows with how common the answer is: an
+  answer stated by one message only needs a quarter of it (the same answer attached to another
+  event is not the fact), an answer that many messages state (a common word such as "happy")
+  needs up to half, so the word alone in unrelated text does not count. Evidence mode always
+  needs ``evidence_threshold``;
+* **no conflict**: the segment is not about other people than the fact (a known person named
+  instead of the fact's), has the fact's polarity (negation), and does not replace an anchor of
+  the fact or the golden answer (a number, month, weekday, season, relative-time word, time
+  unit) or one of its proper nouns by a different one of the same kind.
+
+The score is normalised so that 1.0 is the threshold (capped at 2.0; a conflict scores 0.2).
+An optional embedder is a second opinion on paraphrase only: a segment that holds the answer and
+no conflict but falls a little short of the support it needs (at least 0.75 of it) counts as
+present when its cosine similarity to the fact reaches ``embedding_threshold``. A missing answer
+word is never overruled by similarity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._facts import Statement, anchors_of, segments
+from ._text import Embedder, cosine, token_recall
+
+__all__ = ["Assessment", "FactProbe"]
+
+_MAX_SCORE = 2.0
+_CONFLICT_SCORE = 0.2
+_BORDERLINE = 0.75
+_QUESTION_WEIGHT = 2.0
+_MAX_SECOND_OPINIONS = 8
+_BASE_NEED = 0.25
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Assessment:
+    """The verdict on one text."""
+
+    present: bool
+    score: float
+    """Best segment's score; 1.0 = threshold."""
+    why: str
+    """What decided it (``answer+support``, ``answer missing``, ``conflict: person`` ...)."""
+    segment: str = ""
+    """The best segment's text (cut to 160 characters)."""
+
+
+@dataclass(kw_only=True)
+class FactProbe:
+    """The critical information of one case and the rule that detects it in a text."""
+
+    mode: str
+    """``answer`` or ``evidence``."""
+    facts: list[Statement]
+    """The evidence statements that carry the information."""
+    answer_tokens: frozenset[str]
+    question_tokens: frozenset[str]
+    names: frozenset[str]
+    """Known person names (lower case)."""
+    evidence_tokens: frozenset[str]
+    """All content tokens of the evidence messages (a word found there is never foreign)."""
+    weights: dict[str, float]
+    """Rarity weight per token (missing tokens get ``default_weight``)."""
+    default_weight: float
+    need: float
+    """Share of a fact's weighted support a segment must hold (answer mode)."""
+    answer_threshold: float
+    evidence_threshold: float
+    embedder: Embedder | None = None
+    embedding_threshold: float = 0.8
+    _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
+    _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def build(
+        cls,
+        *,
+        mode: str,
+        facts: Sequence[Statement],
+        answer_tokens: frozenset[str],
+        question_tokens: frozenset[str],
+        names: frozenset[str],
+        evidence_tokens: frozenset[str],
+        document_frequency: dict[str, int],
+        documents: int,
+        answer_spread: int,
+        answer_threshold: float,
+        evidence_threshold: float,
+        embedder: Embedder | None = None,
+        embedding_threshold: float = 0.8,
+    ) -> FactProbe:
+        """Build the probe.
+
+        Args:
+            mode: ``answer`` or ``evidence``.
+            facts: the fact statements.
+            answer_tokens: content tokens of the golden answer.
+            question_tokens: content tokens of the question.
+            names: known person names.
+            evidence_tokens: content tokens of the evidence messages.
+            document_frequency: messages per token.
+            documents: number of messages.
+            answer_spread: how many messages state the golden answer (1 = only the evidence).
+            answer_threshold: answer-token recall that counts as holding the answer.
+            evidence_threshold: support needed in evidence mode.
+            embedder: optional second opinion.
+            embedding_threshold: cosine similarity that the second opinion needs.
+        """
+        n = max(documents, 1)
+        weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
+        default_weight = math.log((n + 1) / 0.5)
+        if mode == "answer":
+            # The answer needs some of its fact's own words beside it (the same answer attached to
+            # another event is not the fact); a common answer needs more of them.
+            need = _BASE_NEED if answer_spread <= 1 else min(0.5, 0.3 + 0.1 * (answer_spread - 2))
+        else:
+            need = evidence_threshold
+        return cls(mode=mode, facts=list(facts), answer_tokens=answer_tokens, question_tokens=question_tokens,
+                   names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
+                   need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
+                   embedder=embedder, embedding_threshold=embedding_threshold)
+
+    # ------------------------------------------------------------------ measures
+    @property
+    def span(self) -> int:
+        """How many adjacent sentences a segment may join: two, or as many as a fact spans."""
+        return max([2, *(len(f.parts) for f in self.facts)])
+
+    def _weight(self, token: str) -> float:
+        base = self.weights.get(token, self.default_weight)
+        return base * (_QUESTION_WEIGHT if token in self.question_tokens else 1.0)
+
+    def support_tokens(self, fact: Statement) -> frozenset[str]:
+        """The fact's distinctive tokens: its content tokens minus the answer and person names."""
+        tokens = fact.tokens - self.answer_tokens - self.names
+        return tokens or fact.tokens - self.names
+
+    def support(self, fact: Statement, segment: Statement) -> float:
+        """Weighted share of the fact's distinctive tokens found in the segment."""
+        key = self.support_tokens(fact)
+        # sums over sorted tokens: the same in every process, whatever the hash seed
+        total = math.fsum(self._weight(t) for t in sorted(key))
+        if total <= 0:
+            return 1.0
+        return math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total
+
+    def conflict(self, fact: Statement, segment: Statement) -> str | None:
+        """Why the segment contradicts the fact (None when it does not).
+
+        People are compared over the whole of both (attribution carries across sentences);
+        polarity and the replaced anchors or names are read in the sentence of each that holds
+        the most of the answer, so a negation elsewhere in a run of sentences does not count.
+        """
+        if segment.persons and fact.persons and not segment.persons & fact.persons:
+            return "person"
+        fact_ref = _conflict_reference(fact, self.answer_tokens)
+        seg_ref = _conflict_reference(segment, self.answer_tokens)
+        if seg_ref.negated != fact_ref.negated:
+            return "negation"
+        fact_anchors = dict(fact.anchors)
+        for kind, values in anchors_of(self.answer_tokens).items():
+            fact_anchors[kind] = fact_anchors.get(kind, frozenset()) | values
+        for kind, values in fact_anchors.items():
+            missing = values - segment.tokens
+            extra = seg_ref.anchors.get(kind, frozenset()) - values - self.evidence_tokens
+            if missing and extra:
+                return kind
+        missing_proper = fact.proper - segment.tokens
+        extra_proper = seg_ref.proper - self.evidence_tokens - self.names
+        if missing_proper and extra_proper:
+            return "proper noun"
+        return None
+
+    def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
+        """``(score, why, borderline)`` of one segment against one fact."""
+        support = self.support(fact, segment)
+        support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
+        if self.mode == "answer":
+            recall = token_recall(self.answer_tokens, segment.tokens) if self.answer_tokens else 1.0
+            answer_score = recall / self.answer_threshold
+            score = min(answer_score, support_score, _MAX_SCORE)
+            why = ("answer+support" if score >= 1.0 else
+                   "answer missing" if answer_score < 1.0 else "answer without the fact's context")
+            # only the context around a present answer may be a paraphrase worth a second opinion
+            borderline = answer_score >= 1.0 and _BORDERLINE <= support_score < 1.0
+        else:
+            score = support_score
+            why = "evidence content" if score >= 1.0 else "evidence content missing"
+            borderline = _BORDERLINE <= score < 1.0
+        if score >= _BORDERLINE:
+            clash = self.conflict(fact, segment)
+            if clash is not None:
+                return _CONFLICT_SCORE, f"conflict: {clash}", False
+        return score, why, borderline
+
+    def assess(self, text: str) -> Assessment:
+        """Judge whether ``text`` still carries the information (cached per text)."""
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        best = Assessment(present=False, score=0.0, why="no text")
+        borderline: list[str] = []
+        for segment in segments(text, self.names, span=self.span):
+            for fact in self.facts:
+                score, why, is_borderline = self._judge(fact, segment)
+                if is_borderline:
+                    borderline.append(segment.text)
+                if score > best.score:
+                    best = Assessment(present=score >= 1.0 and not why.startswith("conflict"), score=round(score, 3),
+                                      why=why, segment=segment.text[:160])
+            if best.score >= _MAX_SCORE:
+                break
+        if not best.present and borderline and self.embedder is not None:
+            best = self._second_opinion(best, borderline[:_MAX_SECOND_OPINIONS])
+        self._cache[text] = best
+        return best
+
+    def _second_opinion(self, best: Assessment, candidates: list[str]) -> Assessment:
+        """Ask the embedder whether a borderline segment says the fact in other words."""
+        assert self.embedder is not None
+        try:
+            if self._fact_vectors is None:
+                self._fact_vectors = self.embedder.embed([f.text for f in self.facts])
+            vectors = self.embedder.embed(candidates)
+        except Exception:  # an unusable embedder gives no opinion  # noqa: BLE001
+            self.embedder = None
+            return best
+        for text, vector in zip(candidates, vectors, strict=False):
+            similarity = max(cosine(vector, fv) for fv in self._fact_vectors)
+            if similarity >= self.embedding_threshold:
+                return Assessment(present=True, score=1.0, why=f"embedding similarity {similarity:.2f}",
+                                  segment=text[:160])
+        return best
+
+    def describe(self) -> str:
+        """One line naming what is followed."""
+        if self.mode == "answer":
+            return "golden-answer tokens " + ", ".join(sorted(self.answer_tokens)) + (
+                f" with their context (support ≥ {self.need:.2f})" if self.need else "")
+        return f"the distinctive content of {len(self.facts)} evidence statement(s)"
+
+
+def _conflict_reference(segment: Statement, answer_tokens: frozenset[str]) -> Statement:
+    """For a run of sentences, the sentence that holds the most of the answer (polarity, anchors)."""
+    parts = segment.parts
+    if not parts:
+        return segment
+    return max(parts, key=lambda p: (len(p.tokens & answer_tokens), len(p.tokens)))
