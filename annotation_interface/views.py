@@ -50,7 +50,7 @@ def _dataset(data: str, index_dir: str | None) -> Dataset:
     return open_dataset(data, index_dir)
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading the graph…")
+@st.cache_resource(max_entries=4, show_spinner="Loading the graph…")
 def _graph(path: str, mtime_ns: int, size: int) -> ParsedGraph:
     del mtime_ns, size  # part of the cache key: an edited file is loaded again
     return load_graph(path)
@@ -630,6 +630,8 @@ def main() -> None:
     if not ds.graphs:
         st.error(f"No graph files found in `{ds.data_path}`: give a smartcomment graph JSON file, a MemTraceBench "
                  "folder (<split>/*.json) or a `python -m membase` output folder (traced_data/<user>/graph_*.json).")
+        if ds.skipped:
+            st.markdown("Skipped:\n\n" + "\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.skipped))
         return
     _init_state()
     _top_controls(ds)

@@ -281,6 +281,12 @@ def test_empty_folder_page(app, tmp_path):
     assert any("No graph files found" in e.value for e in at.error)
 
 
+def test_a_file_that_is_not_a_graph_is_named(app, faultbench):
+    at = _ok(app(faultbench / "faultbench_manifest.json"))
+    assert any("No graph files found" in e.value for e in at.error)
+    assert any("faultbench_manifest.json" in m.value and "not a graph export" in m.value for m in at.markdown)
+
+
 def test_malformed_file_is_reported_and_the_others_load(app, faultbench, copy_tree):
     data = copy_tree(faultbench / "rag", "rag")
     (data / "aaa_broken.json").write_text('{"graph_id": "g", "data": {"nodes": [{"name": ')
