@@ -587,6 +587,13 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
     if qa is None:
         st.info("Choose a question here, with **Attribute** in the sidebar, or with the wrong-answer selector.")
         return
+    key = f"{graph_name}::{qa.qa_id}"
+    if ss.get("form_for") != key:
+        # another question: start from an empty form, so no field of the last one is saved by mistake
+        ss.form_for = key
+        _fill_form(None, None, None, "")
+        ss.save_msg = None
+        ss.pop("trail_step", None)
     _qa_header(pg, qa)
     subs = pg.memo(("attribution", qa.qa_id), lambda: attribution_subgraphs(pg, qa))
     st.markdown("#### Candidate subgraphs")
@@ -601,7 +608,6 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
             _plot(fig, chart,
                   on_select=lambda chart=chart: _chart_clicked(chart, edge_to_form=True))
     _candidate_picker(pg, subs)
-    key = f"{graph_name}::{qa.qa_id}"
     _auto_panel(pg, qa, args, key)
     _manual_form(pg, qa, graph_name, args)
 

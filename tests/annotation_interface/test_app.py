@@ -177,8 +177,11 @@ def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultb
         "reason": "The update replaced the aerial-yoga unit with an unrelated memory."}
     assert rec["saved_at"].endswith("Z")
 
-    # a second question of the same graph appends, keeping the first record
+    # a second question of the same graph starts from an empty form and appends, keeping the first record
     at.button(key="qa_attr_1").click().run()
+    assert (at.text_input(key="f_op").value, at.text_input(key="f_edge").value, at.selectbox(key="f_type").value,
+            at.text_area(key="f_reason").value) == ("", "", None, "")
+    assert not at.success
     at.selectbox(key="f_type").select("AnnotationError")
     at.text_input(key="f_op").input("")
     at.text_input(key="f_edge").input("")
