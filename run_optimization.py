@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="output-token cap per attribution/optimizer call")
     ours.add_argument("--llama-cpp-compat", action="store_true", help="workarounds for a llama.cpp server endpoint")
     ours.add_argument("--model-timeout", type=float, default=120.0, help="seconds per QA/judge request")
+    ours.add_argument("--model-max-retries", type=_non_negative_int, default=3,
+                      help="retries of a failing QA/judge request (exponential backoff)")
     ours.add_argument("--cache-dir", default=None, help="replay identical QA/judge calls from this folder")
     ours.add_argument("--bootstrap-samples", type=_non_negative_int, default=1000,
                       help="resamples of the before/after difference's 95%% interval (0: none)")

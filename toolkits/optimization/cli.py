@@ -240,10 +240,10 @@ def _settings(args: argparse.Namespace, metrics: tuple[str, ...]) -> Any:
     from toolkits.optimization.pipeline import PipelineSettings, chat_model_from_spec
 
     try:
-        qa = chat_model_from_spec(args.qa_model, api_config_path=args.api_config_path, timeout=args.model_timeout,
-                                  cache_dir=args.cache_dir)
-        judge = chat_model_from_spec(args.judge_model, api_config_path=args.api_config_path,
-                                     timeout=args.model_timeout, cache_dir=args.cache_dir) if "llm_judge" in metrics else None
+        options = {"api_config_path": args.api_config_path, "timeout": args.model_timeout,
+                   "max_retries": args.model_max_retries, "cache_dir": args.cache_dir}
+        qa = chat_model_from_spec(args.qa_model, **options)
+        judge = chat_model_from_spec(args.judge_model, **options) if "llm_judge" in metrics else None
     except ConfigError as exc:
         raise InputError(f"QA/judge models: {exc}") from None
     return PipelineSettings(
@@ -276,7 +276,7 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
         try:
             config = MemTraceConfig(
                 model=args.attribution_model, exploration_strategy=args.attribution_strategy,
-                max_trace_nodes=args.max_trace_nodes, stream=True, temperature=args.temperature,
+                max_trace_nodes=args.max_trace_nodes, stream=args.stream, temperature=args.temperature,
                 context_window=args.context_window, max_iters=args.max_iters, api_config_path=args.api_config_path,
                 max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat,
             )
@@ -294,7 +294,7 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
         attribution.runner = MemTraceRunner(config, model_factory=attribution_model_factory, api_pool=pool)
     try:
         opt_config = OptimizerConfig(
-            model=args.optimizer_model, temperature=args.temperature, stream=True, api_config_path=args.api_config_path,
+            model=args.optimizer_model, temperature=args.temperature, stream=args.stream, api_config_path=args.api_config_path,
             num_gradient_histories=args.num_gradient_histories,
             batch_size_for_summarization=args.batch_size_for_summarization, max_iters=args.optimizer_max_iters,
             max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat, max_retries=args.optimizer_max_retries,
