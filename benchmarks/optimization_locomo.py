@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evaluations", type=int, default=20,
                    help="objective evaluations per search method, incumbent scores included")
     p.add_argument("--rounds", type=int, default=2, help="rounds of the guided loop")
+    p.add_argument("--max-attributed-cases", type=int, default=100,
+                   help="missed questions attributed per guided round (seeded sample)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work-dir", default="runs/optimization_locomo", help="caches and loop folders")
     p.add_argument("--output-path", default=None, help="results JSON (default: <work-dir>/results.json)")
@@ -162,7 +164,8 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
     if args.rerun and folder.exists():
         shutil.rmtree(folder)
     settings = ParameterSearchSettings(budget=args.budget, trials_per_round=trials, guided=guided,
-                                       default_top_k=args.top_k, seed=args.seed, show_progress=args.progress)
+                                       default_top_k=args.top_k, seed=args.seed, show_progress=args.progress,
+                                       max_attributed_cases=args.max_attributed_cases)
     runner = None
     if guided:
         from toolkits.runner import MemTraceConfig, MemTraceRunner
@@ -188,6 +191,7 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
         "held_out": _held_out(eval_obj, bundle), "params": _params(bundle), "searched": searched,
         "rounds": [{k: s.get(k) for k in ("searched_parameters", "attributions_by_op_name", "attributed_parameters",
                                           "incumbent", "accepted", "next_params", "num_failed_queries",
+                                          "num_cases_attributed", "attributions_by_error_type",
                                           "traced_run_recall", "elapsed_seconds")} for s in summaries],
     }
 

@@ -44,7 +44,7 @@ class _StubAttribution:
         return SimpleNamespace(results=results)
 
 
-def _round(tmp_path, dataset, op_name, trials=4):
+def _round(tmp_path, dataset, op_name, trials=4, cap=None):
     from toolkits.optimization.bundle import MemoryConfigBundle
     from toolkits.optimization.loop import RoundContext
     from toolkits.optimization.objective import ContextRecallObjective
@@ -56,7 +56,8 @@ def _round(tmp_path, dataset, op_name, trials=4):
     stub = _StubAttribution(op_name)
     step = ParameterRoundStep(
         objective=objective, registry=parameter_registry(), search_root=tmp_path / "search", attribution_runner=stub,
-        settings=ParameterSearchSettings(budget=300, trials_per_round=trials, n_startup_trials=2, show_progress=False),
+        settings=ParameterSearchSettings(budget=300, trials_per_round=trials, n_startup_trials=2, show_progress=False,
+                                         max_attributed_cases=cap),
     )
     folder = tmp_path / "iteration_1"
     folder.mkdir()
@@ -72,7 +73,7 @@ def _round(tmp_path, dataset, op_name, trials=4):
 def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, slices, op_name, expected):
     bundle, output, folder, stub = _round(tmp_path, slices[0], op_name)
     summary = output.summary
-    assert stub.seen and summary["num_failed_queries"] == len(stub.seen)
+    assert stub.seen and summary["num_failed_queries"] == len(stub.seen) == summary["num_cases_attributed"]
     assert set(summary["searched_parameters"]) == expected
     trials = json.loads((folder / "trials.json").read_text())
     assert len(trials) == (4 if expected else 0)
@@ -167,3 +168,11 @@ def test_a_config_proposed_by_the_search_round_trips_through_python_m_membase(tm
             assert saved[name] == value
     results = json.loads((run_dir / "memory" / f"{proposed.top_k}_0_1.json").read_text())
     assert results and all(len(r["retrieved_memories"]) <= proposed.top_k for r in results)
+
+
+def test_attribution_is_capped_to_a_seeded_sample_of_the_misses(tmp_path, slices):
+    _, output, folder, stub = _round(tmp_path, slices[0], "memory_system.retrieve", trials=1, cap=3)
+    failed = json.loads((folder / "failed_cases.json").read_text())
+    assert len(failed) > 3 and len(stub.seen) == 3 == output.summary["num_cases_attributed"]
+    ids = [c.query_full_node_id for c in stub.seen]
+    assert ids == [c["query_full_node_id"] for c in failed if c["query_full_node_id"] in ids]  # input order kept

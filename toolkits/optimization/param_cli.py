@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
                        "unguided: every parameter of the layer (the ablation)")
     group.add_argument("--train-trajectories", default=None,
                        help="0-based training conversations, e.g. 0,1,2,3,4 (default: --sample-size drawn with --seed)")
+    group.add_argument("--max-attributed-cases", type=positive_int, default=100,
+                       help="missed questions attributed per round, a seeded sample (default: %(default)s)")
     group.add_argument("--search-cache-dir", default=None,
                        help="embedding and layer-build cache (default: <optimization-dir>/cache)")
 
@@ -159,6 +161,7 @@ def _run(args: argparse.Namespace, plan: dict[str, Any]) -> int:
     settings = ParameterSearchSettings(
         budget=args.context_budget, trials_per_round=args.trials_per_round, guided=args.search == "guided",
         default_top_k=args.top_k, seed=args.seed, show_progress=args.progress,
+        max_attributed_cases=args.max_attributed_cases,
     )
     runner = None
     if settings.guided:

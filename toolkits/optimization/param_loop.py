@@ -77,6 +77,10 @@ class ParameterSearchSettings:
     """``top_k`` when the bundle has none."""
     seed: int = 42
     n_startup_trials: int = 8
+    max_attributed_cases: int | None = 100
+    """Attribute at most this many missed questions per round (a seeded sample; None: all).
+    evidence_flow takes seconds per question on a whole LoCoMo conversation, and the searched
+    parameters only need the operations the misses point to."""
     show_progress: bool = True
 
 
@@ -190,7 +194,14 @@ class ParameterRoundStep:
         run = run_pipeline(bundle, ctx.dataset, ctx.folder / "run", settings)
         cases, graphs, hits = self._failed_cases(run, scored)
         atomic_write_json(ctx.folder / FAILED_CASES_FILENAME, [c.model_dump(mode="json") for c in cases])
-        attributions, failures = self._attribute(cases, graphs, bundle.backend)
+        attributed = cases
+        cap = self.settings.max_attributed_cases
+        if cap is not None and len(cases) > cap:
+            import random
+
+            keep = set(random.Random(self.settings.seed + ctx.k).sample(range(len(cases)), cap))
+            attributed = [c for i, c in enumerate(cases) if i in keep]
+        attributions, failures = self._attribute(attributed, graphs, bundle.backend)
         atomic_write_json(ctx.folder / ATTRIBUTION_FILENAME,
                           {"attributions": [a.model_dump(mode="json") for a in attributions], "failures": failures})
         targets = self.registry.for_layer(bundle.backend)
@@ -211,6 +222,7 @@ class ParameterRoundStep:
         summary = {
             "traced_run_recall": sum(hits.values()) / len(hits) if hits else 0.0,
             "num_failed_queries": len(cases),
+            "num_cases_attributed": len(attributed),
             "num_attributed": len(attributions),
             "num_attribution_failures": len(failures),
             "attributions_by_error_type": by_type,
