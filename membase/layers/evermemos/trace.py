@@ -60,10 +60,11 @@ __all__ = ["EverMemOSTracer", "unit_identity"]
 logger = logging.getLogger(__name__)
 
 _STAGE_NODES = {
-    # kind: (template node, template, prompt class, raw class, parsed class, parser)
+    # kind: (template node, template (read when recording: it may be overridden), prompt class, raw class,
+    # parsed class, parser)
     "episode": (
         "episode-extraction-prompt-template",
-        EPISODE_EXTRACTION_PROMPT.template,
+        EPISODE_EXTRACTION_PROMPT,
         "episode_extraction_prompt",
         "raw_episode_extraction_response",
         "episode_memory",
@@ -71,7 +72,7 @@ _STAGE_NODES = {
     ),
     "event_log": (
         "event-log-prompt-template",
-        EVENT_LOG_PROMPT.template,
+        EVENT_LOG_PROMPT,
         "event_extraction_prompt",
         "raw_event_log_extraction_response",
         "event_log",
@@ -79,7 +80,7 @@ _STAGE_NODES = {
     ),
     "foresight": (
         "foresight-generation-prompt-template",
-        FORESIGHT_PROMPT.template,
+        FORESIGHT_PROMPT,
         "foresight_generation_prompt",
         "raw_foresight_generation_response",
         "foresight_list",
@@ -413,7 +414,7 @@ class EverMemOSTracer:
                 template_name, template, prompt_cls, raw_cls, parsed_cls, parser = _STAGE_NODES[stage.kind]
                 meta = {"op_type": _OP_TYPES[stage.kind]}
                 template_rv = _named(
-                    template,
+                    template.template,
                     template_name,
                     metadata=meta,
                     comment=f"The {stage.kind} extraction prompt template.",
