@@ -225,3 +225,28 @@ def test_the_llm_report_and_a_stop_are_shown_in_markdown_and_html(outputs_dir, t
     assert "The written analysis stopped: batch 2/" in markdown and "\nv1\n" in markdown
     page = (folder / "error_analysis_report.html").read_text(encoding="utf-8")
     assert '<div class="report"><p>v1</p></div>' in page
+
+
+def test_failed_attributions_are_listed_but_never_sent_to_the_model(outputs_dir, tmp_path: Path):
+    sent: list[str] = []
+
+    class Recording(Factory):
+        def __call__(self, batch_index: int) -> ScriptedChatModel:
+            model = super().__call__(batch_index)
+            original = model._next_turn
+
+            async def record(call):
+                sent.append(json.dumps(call.messages))
+                return await original(call)
+
+            model._next_turn = record
+            return model
+
+    folder = tmp_path / "report"
+    assert generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(folder),
+                                 "--no-png", "--no-progress"], model_factory=Recording()) == 0
+    out = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
+    failed = out["statistics"]["failed_attributions"]
+    assert len(failed) == 1 and out["llm"]["cases_sent"] == out["statistics"]["attributed"]
+    assert sent and not any("RateLimitError" in prompt for prompt in sent)
+    assert not any(failed[0]["query_id"] in prompt for prompt in sent)

@@ -155,3 +155,18 @@ def test_relative_graph_paths_resolve_against_the_input_folder(outputs_dir: Path
     inputs = load_attribution_inputs([path])
     store = GraphStore()
     assert all(store.graph_for(r) is not None for r in inputs.records)
+
+
+def test_keep_last_tokens_with_a_tokenizer(monkeypatch):
+    from toolkits.report import rendering
+
+    class Words:  # a stand-in for tiktoken's encoding: one token per space-separated word
+        def encode(self, text, disallowed_special=()):
+            return text.split(" ")
+
+        def decode(self, tokens):
+            return " ".join(tokens)
+
+    monkeypatch.setattr(rendering, "_encoding", lambda: Words())
+    assert keep_last_tokens("a b c d e", 2) == ("d e", True)
+    assert keep_last_tokens("a b", 2) == ("a b", False)
