@@ -659,6 +659,7 @@ class MemTraceRunner:
                     await self._attempts(strategy, ctx, result)
             except Exception as exc:  # noqa: BLE001 - retrieval/graph errors stay with this case
                 result.failure = f"{type(exc).__name__}: {_flat(exc)}"
+            _raise_if_cancelling()
             result.elapsed_seconds = time.perf_counter() - started
         if result.failure is not None:
             result.failure = self._finish_text(result.failure)
@@ -781,6 +782,16 @@ class MemTraceRunner:
         except RuntimeError:
             return asyncio.run(self.arun(*args, **kwargs))
         raise RuntimeError("MemTraceRunner.run() cannot be called inside a running event loop: await arun() instead")
+
+
+def _raise_if_cancelling() -> None:
+    """Re-raise a cancellation (Ctrl-C) that a strategy swallowed: agentscope ends a cancelled reply
+    as "interrupted" instead of propagating it, which would record a case the user stopped as a
+    failure and let the run go on."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError
 
 
 async def _tag_inner_timeouts(strategy: StrategySpec, ctx: StrategyContext) -> Any:

@@ -128,3 +128,61 @@ def test_a_slice_past_the_dataset_end_is_one_clear_message(lc_config, locomo_pat
     assert main(["construct", "--layer-config", str(lc_config), "--dataset", str(locomo_path),
                  "--start-idx", "50", "--end-idx", "60", "--output-dir", str(tmp_path / "o"), "--quiet"]) == 2
     assert "selects no trajectory" in _one_line_error(capsys)
+
+
+def test_a_config_that_is_not_utf8_is_one_clear_message(tmp_path, locomo_path, capsys):
+    cfg = tmp_path / "latin1.json"
+    cfg.write_bytes('{"layer_type": "Long-Context", "message_separator": "\u00e9"}'.encode("latin-1"))
+    assert main(["construct", "--layer-config", str(cfg), "--dataset", str(locomo_path),
+                 "--output-dir", str(tmp_path / "o")]) == 2
+    assert "not UTF-8" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("layer_type", [["Long-Context"], {"name": "NaiveRAG"}, 3, None])
+def test_a_layer_type_that_is_not_a_name_is_one_clear_message(tmp_path, locomo_path, capsys, layer_type):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"layer_type": layer_type}))
+    assert main(["construct", "--layer-config", str(cfg), "--dataset", str(locomo_path),
+                 "--output-dir", str(tmp_path / "o")]) == 2
+    assert "layer_type" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    "content, field",
+    [
+        ({"layer_type": "Long-Context", "context_window": -5}, "context_window"),
+        ({"layer_type": "Long-Context", "context_window": 0}, "context_window"),
+        ({"layer_type": "Long-Context", "context_window": True}, "context_window"),
+        ({"layer_type": "Long-Context", "context_window": "4000"}, "context_window"),
+        ({"layer_type": "Long-Context", "context_window": 4000.5}, "context_window"),
+        ({"layer_type": "NaiveRAG", "max_tokens": 0}, "max_tokens"),
+        ({"layer_type": "NaiveRAG", "num_overlap_msgs": -1}, "num_overlap_msgs"),
+        ({"layer_type": "NaiveRAG", "retriever_dim": False}, "retriever_dim"),
+        ({"layer_type": "NaiveRAG", "deferred": "yes"}, "deferred"),
+        ({"layer_type": "Mem0", "embedding_model_dims": True}, "embedding_model_dims"),
+        ({"layer_type": "EverMemOS", "embedding_config": {"embedding_dims": True}}, "embedding_dims"),
+    ],
+)
+def test_bad_sizes_and_types_are_one_clear_message(tmp_path, locomo_path, capsys, content, field):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(content))
+    assert main(["construct", "--layer-config", str(cfg), "--dataset", str(locomo_path),
+                 "--output-dir", str(tmp_path / "o")]) == 2
+    assert field in _one_line_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_readme_layer_configs_still_validate(tmp_path):
+    from membase.cli import _load_layer_config
+
+    for content in (
+        {"layer_type": "Long-Context", "context_window": 4000},
+        {"layer_type": "NaiveRAG", "max_tokens": 1200, "deferred": True, "retriever_dim": 2560,
+         "embedding_kwargs": {"base_url": "http://127.0.0.1:8000/v1", "api_key": "EMPTY"}},
+        {"layer_type": "Mem0", "llm_provider": "fake", "embedder_provider": "fake", "embedding_model_dims": 64},
+        {"layer_type": "EverMemOS", "llm_config": {"provider": "fake"},
+         "embedding_config": {"provider": "fake", "embedding_dims": 64}},
+    ):
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps(content))
+        assert _load_layer_config(str(cfg))[0] == content["layer_type"]
