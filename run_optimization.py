@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--model-timeout", type=float, default=120.0, help="seconds per QA/judge request")
     ours.add_argument("--model-max-retries", type=_non_negative_int, default=3,
                       help="retries of a failing QA/judge request (exponential backoff)")
+    ours.add_argument("--qa-max-tokens", type=_positive_int, default=256, help="output-token cap of an answer")
+    ours.add_argument("--judge-max-tokens", type=_positive_int, default=64, help="output-token cap of a verdict")
     ours.add_argument("--cache-dir", default=None, help="replay identical QA/judge calls from this folder")
     ours.add_argument("--bootstrap-samples", type=_non_negative_int, default=1000,
                       help="resamples of the before/after difference's 95%% interval (0: none)")

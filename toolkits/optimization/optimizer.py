@@ -369,7 +369,7 @@ class OptimizerRunner:
         return build_openai_chat_model(
             cfg.model, cred.api_key, cred.base_url, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
             stream=cfg.stream, llama_cpp_compat=cfg.llama_cpp_compat, context_size=cfg.context_size,
-            max_retries=0,
+            max_retries=0, timeout=cfg.call_timeout_s,
         )
 
     async def _call(

@@ -50,6 +50,10 @@ class PipelineSettings:
     show_progress: bool = True
     context_builder: Any = None
     """``fn(memories) -> context`` of the answering step (None: membase's default)."""
+    qa_max_tokens: int | None = 256
+    """Output-token cap of an answer."""
+    judge_max_tokens: int | None = 64
+    """Output-token cap of a verdict."""
 
     def describe(self) -> dict[str, Any]:
         """The settings as JSON (model names, not objects)."""
@@ -60,6 +64,8 @@ class PipelineSettings:
             "metrics": list(self.metrics),
             "qa_batch_size": self.qa_batch_size,
             "judge_batch_size": self.judge_batch_size,
+            "qa_max_tokens": self.qa_max_tokens,
+            "judge_max_tokens": self.judge_max_tokens,
             **({"context_builder": repr(self.context_builder)} if self.context_builder is not None else {}),
         }
 
@@ -200,6 +206,7 @@ def run_pipeline(
             search_results_path=str(search_runner.results_path), dataset_type="LoCoMo",
             traced_data_save_dir=str(traced), tracing=settings.tracing, strict=True,
             qa_batch_size=settings.qa_batch_size, judge_batch_size=settings.judge_batch_size,
+            qa_max_tokens=settings.qa_max_tokens, judge_max_tokens=settings.judge_max_tokens,
             prompt_template=bundle.question_answering_prompt or QA_TEMPLATE,
             metrics=list(settings.metrics), show_progress=settings.show_progress,
         ),
