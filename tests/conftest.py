@@ -24,7 +24,17 @@ os.environ["POSTHOG_DISABLED"] = "1"
 for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
     os.environ.pop(key, None)
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+def _shared_dir() -> Path:
+    """``../shared`` beside the repository (``$MEMTRACE_SHARED_DIR`` overrides it). One level further
+    up is also tried, so tests run from a copy inside the repository (mutmut's ``mutants/``) find it."""
+    if os.environ.get("MEMTRACE_SHARED_DIR"):
+        return Path(os.environ["MEMTRACE_SHARED_DIR"])
+    root = Path(__file__).resolve().parents[1]
+    candidates = [root.parent / "shared", root.parent.parent / "shared"]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+SHARED = _shared_dir()
 FIXTURES_DIR = SHARED / "fixtures" / "smartcomment-0.1.2"
 LOCOMO_PATH = SHARED / "data" / "locomo" / "locomo10.json"
 

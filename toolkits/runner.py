@@ -617,7 +617,8 @@ class MemTraceRunner:
             key = self.case_key(graph, case, **kwargs)
             reused = self._reused_result(index, key, resume)
         except Exception as exc:  # noqa: BLE001 - never let one case's lookup stop the run
-            warnings.warn(f"case {index}: no cache lookup ({type(exc).__name__}: {_cut(_flat(exc))})", stacklevel=2)
+            warnings.warn(f"case {index}: no cache lookup ({self._finish_text(f'{type(exc).__name__}: {exc}')})",
+                          stacklevel=2)
             reused = None
         if reused is not None:
             costs.cached_cases += 1

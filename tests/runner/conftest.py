@@ -74,3 +74,17 @@ def bench_dir(fixtures_dir, tmp_path):
     (split / "a.json").write_text(json.dumps(a))
     (split / "b.json").write_text(json.dumps(b))
     return tmp_path / "bench"
+
+
+def child_env(repo) -> dict:
+    """Environment of a CLI subprocess: the repository on ``PYTHONPATH``.
+
+    Under mutmut (``mutmut run``) a child inherits the mutant under test, so the mutant runs there
+    too; only mutmut's "stats" pass is dropped, as a child cannot report its coverage back.
+    """
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    if env.get("MUTANT_UNDER_TEST") == "stats":
+        del env["MUTANT_UNDER_TEST"]
+    return env

@@ -1,7 +1,6 @@
 """End to end: benchmark folder -> run_error_attribution.main -> output JSON, with scripted models."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 import run_error_attribution
 from graphtrace.agent_models import ScriptedChatModel, answer
 
-from .conftest import OP_EXTRACT_5, OP_SEARCH_1, OP_UPDATE_5
+from .conftest import OP_EXTRACT_5, OP_SEARCH_1, OP_UPDATE_5, child_env
 
 REASON = (
     "The extraction step received the message stating the move from Sweden but produced no fact about it, "
@@ -192,7 +191,7 @@ def test_kill_and_rerun_resumes_from_the_journal(bench_dir, tmp_path):
     out = tmp_path / "resume.json"
     journal = journal_path(out)
     args = [str(bench_dir), "mem0", "--output-path", str(out), *BASE_ARGS, "--batch-size", "1"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env(REPO)
     proc = subprocess.Popen([sys.executable, str(driver), *args], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -6,7 +6,6 @@
 """
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import OP_EXTRACT_5
+from .conftest import OP_EXTRACT_5, child_env
 from .test_cli_attribution import REASON
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +48,7 @@ def _args(bench_dir, out, *extra):
 def _start(tmp_path, args):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER.format(repo=str(REPO), op=OP_EXTRACT_5, reason=REASON))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env(REPO)
     return subprocess.Popen([sys.executable, str(driver), *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -94,7 +93,7 @@ def test_a_disk_full_while_writing_leaves_the_previous_output_whole(bench_dir, t
     out = tmp_path / "out.json"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env(REPO)
     code = "import sys, run_error_attribution; sys.exit(run_error_attribution.main(sys.argv[1:]))"
     first = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=300)
