@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,12 +64,15 @@ class ObsTraceAgent:
 
     notebook: CCTraceNotebook
     """The log, its index and the evidence shown in the hint."""
-    model: Any
-    """The agentscope chat model (one per agent object)."""
-    system_prompt: str
-    task_template: str
+    model: Any = None
+    """A chat model given by the caller (used for every case), or None."""
+    model_factory: Callable[[], Any] | None = None
+    """Builds an endpoint model per case (its HTTP client is closed after the case), when
+    ``model`` is None."""
+    system_prompt: str = TRACE_SEARCH_SYSTEM_PROMPT
+    task_template: str = DEFAULT_TASK_TEMPLATE
     """Filled with ``instructions``, ``question``, ``golden_answer``, ``prediction``."""
-    attribution_instructions: str
+    attribution_instructions: str = TRACE_ATTRIBUTION_INSTRUCTIONS
     max_iters: int = 200
     context_window: int = 272_000
     keep_recent: int = 3
@@ -86,13 +89,13 @@ class ObsTraceAgent:
             prediction=_field(case, "prediction"),
         )
 
-    def _agent(self, notebook: CCTraceNotebook) -> Any:
+    def _agent(self, notebook: CCTraceNotebook, model: Any) -> Any:
         from obstrace.agent import build_obs_agent
 
-        window = self.context_window if self.enable_compression else int(0.9 * self.model.context_size)
+        window = self.context_window if self.enable_compression else int(0.9 * model.context_size)
         return build_obs_agent(
             notebook,
-            model=self.model,
+            model=model,
             max_iters=self.max_iters,
             context_window=max(1, window),
             keep_recent=self.keep_recent,
@@ -120,7 +123,19 @@ class ObsTraceAgent:
         started = time.perf_counter()
         task = self.task_text(case)
         notebook = self.notebook.fresh()
-        outcome = await run_checked_attribution(self._agent(notebook), task, notebook.index.has_op, timeout=self.timeout)
+        if self.model is None and self.model_factory is None:
+            raise ValueError("ObsTraceAgent needs a model or a model_factory")
+        model = self.model if self.model is not None else self.model_factory()
+        try:
+            outcome = await run_checked_attribution(
+                self._agent(notebook, model), task, notebook.index.has_op, timeout=self.timeout
+            )
+        finally:
+            if model is not self.model:
+                # a client built for this case belongs to this event loop: close it here
+                close = getattr(getattr(model, "client", None), "close", None)
+                if close is not None:
+                    await close()
         prediction = outcome.prediction
         usage = {k: int(outcome.usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "num_calls")}
         return {
@@ -191,7 +206,10 @@ def build_obstrace_agent(
         stream: Stream model responses.
         enable_compression: False moves the compression trigger to agentscope's maximum (90 % of
             the context); agentscope 2.x has no switch that turns the guard off.
-        chat_model: A ready chat model (overrides every credential argument).
+        chat_model: A ready chat model, used for every case (overrides every credential argument).
+            An HTTP model's client belongs to one event loop: with one, call ``solve_case_async``
+            within one loop. Without it a model is built per case and its client closed after it,
+            so ``solve_case`` may be called many times (each call runs its own event loop).
         api_key: Key when no file is given.
         base_url: Endpoint when no file is given.
         max_context_limit: Context size of a model built here.
@@ -209,14 +227,22 @@ def build_obstrace_agent(
         raise ValueError("flattened_trace_text is empty: pass flatten_execution_graph(graph)")
     if max_iters < 1 or context_window < 1:
         raise ValueError(f"max_iters and context_window must be >= 1, got {max_iters} and {context_window}")
+    factory = None
     if chat_model is None:
-        chat_model = _endpoint_model(
-            model, temperature, stream, max_context_limit, api_config_path, endpoint_index, api_key, base_url
-        )
+        api_key, base_url = _endpoint(api_config_path, endpoint_index, api_key, base_url)
+
+        def factory() -> Any:
+            from graphtrace.agent_models import build_openai_chat_model
+
+            return build_openai_chat_model(
+                model, api_key, base_url, temperature=temperature, stream=stream, context_size=max_context_limit
+            )
+
     notebook = CCTraceNotebook(flattened_trace_text, _evidence_rows(initial_ranked_ops))
     return ObsTraceAgent(
         notebook=notebook,
         model=chat_model,
+        model_factory=factory,
         system_prompt=system_prompt,
         task_template=task_template,
         attribution_instructions=attribution_instructions,
@@ -228,19 +254,11 @@ def build_obstrace_agent(
     )
 
 
-def _endpoint_model(
-    model: str,
-    temperature: float,
-    stream: bool,
-    context_size: int,
-    api_config_path: str | None,
-    endpoint_index: int | None,
-    api_key: str | None,
-    base_url: str | None,
-) -> Any:
+def _endpoint(
+    api_config_path: str | None, endpoint_index: int | None, api_key: str | None, base_url: str | None
+) -> tuple[str | None, str | None]:
+    """The key and base URL of the endpoint (file, explicit values, then the environment)."""
     import os
-
-    from graphtrace.agent_models import build_openai_chat_model
 
     if api_config_path is not None:
         # the project's one reader of api_config.json (validation and messages included)
@@ -262,6 +280,4 @@ def _endpoint_model(
                 "no credentials for the OBS agent: pass chat_model=, api_config_path=, api_key=/base_url=, "
                 "or set OPENAI_API_KEY / OPENAI_BASE_URL"
             )
-    return build_openai_chat_model(
-        model, api_key, base_url, temperature=temperature, stream=stream, context_size=context_size
-    )
+    return api_key, base_url

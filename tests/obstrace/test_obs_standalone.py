@@ -100,4 +100,55 @@ def test_solve_case_async_and_bad_arguments(bench_case, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="endpoint_index 2 is out of range"):
         build_obstrace_agent(flatten_execution_graph(graph), api_config_path=str(api), endpoint_index=2)
     built = build_obstrace_agent(flatten_execution_graph(graph), api_config_path=str(api), endpoint_index=1)
-    assert "127.0.0.1:2" in str(built.model.credential.base_url)
+    assert built.model is None and "127.0.0.1:2" in str(built.model_factory().credential.base_url)
+
+
+def test_solve_case_twice_against_a_real_http_endpoint(bench_case):
+    """A model built from credentials gets a fresh HTTP client per case (each solve_case runs its own
+    event loop); a client reused across loops would fail on the second case."""
+    import http.server
+    import threading
+
+    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL
+
+    graph, _, annotation = bench_case
+    arguments = json.dumps({"error_type": "UpdateError", "op_id": annotation["final_op_id"], "reason": REASON})
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802 - http.server API
+            requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = json.dumps({
+                "id": f"c{len(requests)}", "object": "chat.completion", "created": 0, "model": "stub",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": None,
+                    "tool_calls": [{"id": f"t{len(requests)}", "type": "function",
+                                    "function": {"name": STRUCTURED_OUTPUT_TOOL, "arguments": arguments}}]}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        agent = build_obstrace_agent(flatten_execution_graph(graph), api_key="sk-local",
+                                     base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="stub")
+        first = agent.solve_case(_case(annotation))
+        second = agent.solve_case({**_case(annotation), "question": "Another question?"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    for out in (first, second):
+        assert out["warning"] == "" and out["op_id"] == annotation["final_op_id"]
+        assert out["usage"]["input_tokens"] >= 100 and out["usage"]["num_calls"] >= 1
+    assert requests[0]["model"] == "stub" and any(t["function"]["name"] == "inspect_trace" for t in requests[0]["tools"])
