@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -34,7 +35,9 @@ async def capture(page: Page, url: str, out: Path, *, graph: str | None, message
     if graph:
         if not await page.select_option("Graph", graph):
             raise BrowserError(f"no graph option containing {graph!r}")
-        await page.wait_for(f"document.body.innerText.includes({graph!r} + ' · graph')", timeout=60)
+        await page.wait_for("[...document.querySelectorAll('[data-testid=\"stCaptionContainer\"]')].some(c => "
+                            f"c.innerText.includes(' · graph ') && c.innerText.split(' · ')[0].includes({json.dumps(graph)}))",
+                            timeout=60)
         await page.wait_idle()
     handles = await page.wait_for(_HANDLES_JS, timeout=30)
     target = handles[min(message_index, len(handles) - 1)]
@@ -89,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m annotation_interface.screenshots", description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="examples/faultbench", help="graph file or folder (default: %(default)s)")
     ap.add_argument("--out", default="docs/images", help="output folder (default: %(default)s)")
-    ap.add_argument("--graph", default="mem0/mem0-locomo-3-1.json", help="graph to open (text of its option)")
+    ap.add_argument("--graph", default="mem0/", help="open the first graph whose name contains this (default: %(default)s)")
     ap.add_argument("--message", type=int, default=4, help="timeline message whose processing edge is clicked")
     ap.add_argument("--width", type=int, default=1360)
     ap.add_argument("--height", type=int, default=900)

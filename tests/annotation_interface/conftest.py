@@ -43,6 +43,23 @@ def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+# examples/faultbench is rebuilt from time to time: tests read names, counts and questions from
+# the files instead of hard-coding them.
+def faultbench_files(root: Path) -> list[Path]:
+    """The graph files of a MemTraceBench folder, in the data engine's display order."""
+    return sorted(p for p in root.glob("*/*.json") if p.is_file())
+
+
+def split_file(root: Path, split: str, *, min_questions: int = 1) -> Path:
+    """The first graph of a split with at least ``min_questions`` non-adversarial questions."""
+    from annotation_interface.parser import build_graph_index
+
+    for path in sorted((root / split).glob("*.json")):
+        if len(build_graph_index(load_json(path)).qas) >= min_questions:
+            return path
+    pytest.skip(f"no {split} graph with {min_questions} question(s) in {root}")
+
+
 @pytest.fixture
 def bench_like(sc_fixtures: Path) -> dict[str, Any]:
     """A fresh copy of the MemTraceBench-like fixture export (tests may mutate it)."""

@@ -8,6 +8,12 @@ import pytest
 
 pytest.importorskip("streamlit", reason="the viewer extra is not installed: pip install -e '.[viewer]'")
 
+from annotation_interface.dataset import open_dataset  # noqa: E402
+from annotation_interface.loader import load_graph  # noqa: E402
+from annotation_interface.subgraphs import attribution_subgraphs  # noqa: E402
+
+from .conftest import faultbench_files, split_file  # noqa: E402
+
 
 def _texts(at, kind="markdown"):
     return [e.value for e in getattr(at, kind)]
@@ -37,29 +43,36 @@ def _ok(at):
 
 
 # ------------------------------------------------------------------------------ data engine pages
-def test_faultbench_opens_with_graph_selector_questions_and_timeline(app, faultbench):
+def test_faultbench_opens_with_graph_selector_questions_and_timeline(app, faultbench, tmp_path):
     at = _ok(app(faultbench))
+    files = faultbench_files(faultbench)
     graphs = at.selectbox(key="graph").options
-    assert len(graphs) == 10 and graphs[0].startswith("evermemos/evermemos-locomo-3-1.json")
-    assert any("1 JSON file(s) skipped" in e.label for e in at.sidebar.expander)
+    assert [g.split(" — ")[0] for g in graphs] == [p.relative_to(faultbench).as_posix() for p in files]
+    assert any("JSON file(s) skipped" in e.label for e in at.sidebar.expander)
+    first = load_graph(files[0]).index
     sidebar = " ".join(e.value for e in at.sidebar.markdown)
-    assert "locomo-qa-3-68" in sidebar and "locomo-qa-3-70" in sidebar
-    assert any("2 questions: 0 correct, 2 wrong" in c.value for c in at.sidebar.caption)
+    assert all(q.qa_id in sidebar for q in first.qas[:8])
+    by = {s: sum(q.status == s for q in first.qas) for s in ("correct", "wrong")}
+    assert any(f"{len(first.qas)} questions: {by['correct']} correct, {by['wrong']} wrong" in c.value
+               for c in at.sidebar.caption)
     spec = _chart(at, "timeline")
     speakers = [t for t in spec["data"] if t.get("mode") == "markers+text"]
-    assert sum(len(t["customdata"]) for t in speakers) == 20  # every message of the graph
+    assert sum(len(t["customdata"]) for t in speakers) == min(240, len(first.messages))  # one point per message
     jump = at.selectbox(key="jump").options
-    assert len(jump) == 20  # every wrong question of the benchmark
+    assert len(jump) == len(open_dataset(faultbench, tmp_path / "idx2").wrong_qas())  # every wrong question
 
 
 def test_select_graph_message_operation_and_variable(app, faultbench):
     at = _ok(app(faultbench))
-    at.selectbox(key="graph").select("mem0/mem0-locomo-3-1.json").run()
-    assert any("`mem0/mem0-locomo-3-1.json`" in c.value for c in at.caption)
+    path = split_file(faultbench, "mem0")
+    name = path.relative_to(faultbench).as_posix()
+    at.selectbox(key="graph").select(name).run()
+    assert any(f"`{name}`" in c.value for c in at.caption)
     # a message: its processing ops appear on the right
+    msg = load_graph(path).index.messages[2].full_node_id
     at.selectbox(key="message_pick").select_index(2).run()
     _ok(at)
-    assert at.session_state["message"] == "U3:D1:3@1"
+    assert at.session_state["message"] == msg
     assert any("memory_system.extract_facts" in c.value and "memory_system.update_memory_decision" in c.value
                for c in at.caption)
     msg_graph = _chart(at, "message_graph")
@@ -76,16 +89,16 @@ def test_select_graph_message_operation_and_variable(app, faultbench):
     at.radio(key="view").set_value("Macro flow").run()
     at.button(key="message_related").click().run()
     _ok(at)
-    assert at.radio(key="view").value == "Related variables" and at.session_state["var"] == "U3:D1:3@1"
+    assert at.radio(key="view").value == "Related variables" and at.session_state["var"] == msg
     neighbours = at.selectbox(key="var_next").options
-    assert neighbours and all("U3:D1:3@1" != n for n in neighbours)
+    assert neighbours and all(msg != n for n in neighbours)
     at.selectbox(key="var_next").select(neighbours[0])
     at.button(key="var_go").click().run()
-    assert at.session_state["var"] == neighbours[0] and at.session_state["var_stack"] == ["U3:D1:3@1"]
+    assert at.session_state["var"] == neighbours[0] and at.session_state["var_stack"] == [msg]
     at.radio(key="var_dir").set_value("backward").run()
     _ok(at)
     at.button(key="var_back").click().run()
-    assert at.session_state["var"] == "U3:D1:3@1" and at.session_state["var_stack"] == []
+    assert at.session_state["var"] == msg and at.session_state["var_stack"] == []
 
 
 def test_timeline_click_handlers(monkeypatch):
@@ -122,10 +135,10 @@ def test_question_filter_and_evidence_jump(app, sc_fixtures):
 def test_jump_to_a_wrong_question_switches_graph(app, faultbench):
     at = _ok(app(faultbench))
     options = at.selectbox(key="jump").options  # shown as "graph · qa id"
-    i = next(i for i, o in enumerate(options) if o.startswith("rag/rag-locomo-8-1.json · "))
+    i = len(options) - 1  # the last graph's: another graph than the one shown first
     at.selectbox(key="jump").select_index(i).run()
     _ok(at)
-    assert at.selectbox(key="graph").value == "rag/rag-locomo-8-1.json"
+    assert at.selectbox(key="graph").value == options[i].split(" · ")[0]
     assert at.radio(key="view").value == "Error attribution"
     assert at.session_state["qa"] == options[i].split(" · ")[1]
     assert at.selectbox(key="jump").value is None
@@ -133,22 +146,30 @@ def test_jump_to_a_wrong_question_switches_graph(app, faultbench):
 
 # -------------------------------------------------------------------------------- attribution
 def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultbench, tmp_path):
+    from toolkits.bench_utils import ERROR_TYPES
+
     out = tmp_path / "annotations.json"
+    path = split_file(faultbench, "mem0", min_questions=2)
+    name = path.relative_to(faultbench).as_posix()
+    pg = load_graph(path)
+    first, second = pg.index.qas[0], pg.index.qas[1]
     at = _ok(app(faultbench, output=out))
-    at.selectbox(key="graph").select("mem0/mem0-locomo-3-1.json").run()
+    at.selectbox(key="graph").select(name).run()
     at.button(key="qa_attr_0").click().run()
     _ok(at)
-    assert at.radio(key="view").value == "Error attribution" and at.session_state["qa"] == "locomo-qa-3-69"
-    assert [t.label for t in at.tabs] == ["Construction · evidence U3:D1:3@1", "Retrieval · locomo-qa-3-69",
-                                          "Response · locomo-qa-3-69"]
+    assert at.radio(key="view").value == "Error attribution" and at.session_state["qa"] == first.qa_id
+    subs = attribution_subgraphs(pg, first)
+    assert [t.label for t in at.tabs] == [s.title for s in subs]
+    assert [t.label for t in at.tabs][-2:] == [f"Retrieval · {first.qa_id}", f"Response · {first.qa_id}"]
     tables = [m.value for m in at.markdown if m.value.startswith("| op_id | op name |")]
-    assert len(tables) == 3 and "memory_system.search_vector_store" in tables[1]  # candidate op -> edges
+    assert len(tables) == len(subs) and "memory_system.search_vector_store" in tables[-2]  # candidate ops
     assert any("LLM attribution is off" in i.value for i in at.info)
 
     at.button(key="run_ef").click().run()
     _ok(at)
     summary = next(m.value for m in at.markdown if m.value.startswith("**evidence_flow**"))
-    assert "status `attributed`" in summary and "UpdateError" in summary
+    assert "status `attributed`" in summary
+    found = next(t for t in ERROR_TYPES if f"**{t}**" in summary)
     slider = at.slider(key="trail_step")
     assert slider.value == slider.max > 1
     slider.set_value(1).run()
@@ -160,7 +181,7 @@ def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultb
     at.button(key="ef_to_form").click().run()
     op_id = at.text_input(key="f_op").value
     assert op_id.startswith("op-") and at.text_input(key="f_edge").value.startswith("edge-")
-    assert at.selectbox(key="f_type").value == "UpdateError"
+    assert at.selectbox(key="f_type").value == found
     at.text_area(key="f_reason").input("The update replaced the aerial-yoga unit with an unrelated memory.")
     _submit(at).click().run()
     _ok(at)
@@ -169,11 +190,11 @@ def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultb
     assert len(saved) == 1
     rec = saved[0]
     assert set(rec) == {"saved_at", "graph_id", "query_id", "query", "manual_error_attribution", "graph_name", "qa_id"}
-    assert rec["graph_id"] == "mem0-locomo-3-1.json" and rec["graph_name"] == "mem0/mem0-locomo-3-1.json"
-    assert rec["query_id"] == "query:locomo-qa-3-69@1"
-    assert rec["query"] == "What type of workout class did Maria start doing in December 2023?"
+    assert rec["graph_id"] == path.name and rec["graph_name"] == name
+    assert rec["query_id"] == first.query_full_node_id and rec["qa_id"] == first.qa_id
+    assert rec["query"] == first.question
     assert rec["manual_error_attribution"] == {
-        "op_id": op_id, "error_type": "UpdateError", "edge_id": at.text_input(key="f_edge").value,
+        "op_id": op_id, "error_type": found, "edge_id": at.text_input(key="f_edge").value,
         "reason": "The update replaced the aerial-yoga unit with an unrelated memory."}
     assert rec["saved_at"].endswith("Z")
 
@@ -189,7 +210,7 @@ def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultb
     _submit(at).click().run()
     _ok(at)
     saved = json.loads(out.read_text())
-    assert [r["qa_id"] for r in saved] == ["locomo-qa-3-69", "locomo-qa-3-70"]
+    assert [r["qa_id"] for r in saved] == [first.qa_id, second.qa_id]
     assert saved[1]["manual_error_attribution"]["op_id"] is None
 
 
@@ -296,13 +317,13 @@ def test_malformed_file_is_reported_and_the_others_load(app, faultbench, copy_tr
     at = _ok(app(data))
     warning = " ".join(w.value for w in at.warning)
     assert "1 file(s) could not be loaded" in warning and "aaa_broken.json" in warning and "invalid JSON" in warning
-    assert [o.split(" — ")[0] for o in at.selectbox(key="graph").options] == ["rag-locomo-5-1.json",
-                                                                              "rag-locomo-8-1.json"]
+    assert [o.split(" — ")[0] for o in at.selectbox(key="graph").options] == sorted(
+        p.name for p in (faultbench / "rag").glob("*.json"))
     assert _chart(at, "timeline")
 
 
 def test_a_graph_that_breaks_after_indexing_is_an_error_in_the_page(app, faultbench, copy_tree):
-    data = copy_tree(faultbench / "rag" / "rag-locomo-5-1.json", "one/g.json")
+    data = copy_tree(split_file(faultbench, "rag"), "one/g.json")
     raw = json.loads(data.read_text())
     raw["data"]["nodes"][0]["version"] = "two"  # indexes fine, fails the strict import
     data.write_text(json.dumps(raw))

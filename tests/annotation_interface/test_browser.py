@@ -13,6 +13,9 @@ import json
 import pytest
 
 from annotation_interface.browser import Chromium, Page, StreamlitServer, find_chromium
+from annotation_interface.loader import load_graph
+
+from .conftest import split_file
 
 pytest.importorskip("websockets", reason="the websockets package (a streamlit dependency) is missing")
 CHROMIUM = find_chromium()
@@ -27,7 +30,7 @@ PLOT_POINTS = """(() => {
 })()"""
 
 
-async def _drive(chromium: Chromium, url: str, shots) -> dict:
+async def _drive(chromium: Chromium, url: str, shots, message) -> dict:
     seen: dict = {}
     async with Page(chromium.page_ws_url()) as page:
         await page.navigate(url)
@@ -40,11 +43,12 @@ async def _drive(chromium: Chromium, url: str, shots) -> dict:
         seen["markers"] = await page.evaluate("document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length")
         await page.screenshot(shots / "timeline.png")
 
-        # a real mouse click on the processing edge of message U3:D1:5 opens its operations
-        point = await page.plot_point(["edge", "U3:D1:5@1"])
+        # a real mouse click on the processing edge of a message opens its operations
+        point = await page.plot_point(["edge", message.full_node_id])
         assert point is not None
         await page.click_at(*point)
-        await page.wait_for("document.body.innerText.includes('Cool, John. Kickboxing')", timeout=60)
+        snippet = json.dumps(" ".join(message.text.split()[:4]))
+        await page.wait_for(f"document.body.innerText.includes({snippet})", timeout=60)
         await page.wait_idle()
         seen["after_click"] = await page.evaluate("document.body.innerText")
         seen["plots_after_click"] = await page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
@@ -63,19 +67,24 @@ async def _drive(chromium: Chromium, url: str, shots) -> dict:
 
 def test_timeline_and_question_list_render_in_chromium(faultbench, tmp_path):
     shots = tmp_path / "screenshots"
-    args = ["--data", str(faultbench / "mem0"), "--index-dir", str(tmp_path / "index"),
+    graph = split_file(faultbench, "mem0")
+    ix = load_graph(graph).index
+    message = ix.messages[min(4, len(ix.messages) - 1)]
+    args = ["--data", str(graph), "--index-dir", str(tmp_path / "index"),
             "--output-path", str(tmp_path / "annotations.json")]
     with StreamlitServer(args, log_path=str(tmp_path / "streamlit.log")) as server, \
             Chromium(CHROMIUM, width=1400, height=1000) as chromium:
-        seen = asyncio.run(_drive(chromium, server.url, shots))
+        seen = asyncio.run(_drive(chromium, server.url, shots, message))
     assert seen["title"]
-    # the question list of the first graph (mem0-locomo-3-1.json)
-    assert "locomo-qa-3-69" in seen["sidebar"] and "locomo-qa-3-70" in seen["sidebar"]
-    assert "2 questions: 0 correct, 2 wrong" in seen["sidebar"]
+    # the question list of the graph
+    assert all(q.qa_id in seen["sidebar"] for q in ix.qas[:8])
+    wrong = sum(q.status == "wrong" for q in ix.qas)
+    assert f"{len(ix.qas)} questions: {len(ix.qas) - wrong} correct, {wrong} wrong" in seen["sidebar"]
     # the timeline chart holds one clickable point per message plus one handle per message
-    assert 24 * 2 in seen["points"], json.dumps(seen["points"])
-    assert seen["markers"] >= 48
-    assert "U3:D1:5" in seen["after_click"] and "memory_system.extract_facts" in seen["after_click"]
+    n = min(240, len(ix.messages))
+    assert 2 * n in seen["points"], json.dumps(seen["points"])
+    assert seen["markers"] >= 2 * n
+    assert message.message_id in seen["after_click"] and "memory_system.extract_facts" in seen["after_click"]
     assert seen["plots_after_click"] == 2  # the timeline and the message's op subgraph
     assert "UpdateError" in seen["attribution"] and "Append current case to output file" in seen["attribution"]
     for name in ("timeline.png", "message.png", "attribution.png"):

@@ -16,13 +16,16 @@ from annotation_interface.dataset import (
     index_file_name,
     open_dataset,
 )
+from annotation_interface.parser import build_graph_index
+
+from .conftest import faultbench_files, load_json
 
 
 def test_memtracebench_folder_lists_every_graph_and_skips_the_manifest(faultbench, tmp_path):
     ds = open_dataset(faultbench, tmp_path / "idx")
-    assert len(ds.graphs) == 10
-    assert ds.graphs[0].graph_name == "evermemos/evermemos-locomo-3-1.json"
-    assert [p.graph_name for p in ds.skipped] == ["faultbench_manifest.json"]
+    files = faultbench_files(faultbench)
+    assert [g.graph_name for g in ds.graphs] == [p.relative_to(faultbench).as_posix() for p in files]
+    assert "faultbench_manifest.json" in [p.graph_name for p in ds.skipped]
     assert ds.errors == []
     manifest = json.loads((faultbench / "faultbench_manifest.json").read_text())
     # every benchmark case is a wrong question of its file in the index
@@ -36,16 +39,18 @@ def test_index_file_name_and_layout(faultbench, tmp_path):
     assert index_file_name(faultbench) == f"dataset_index_{digest}.json"
     assert ds.index_path == tmp_path / "idx" / f"dataset_index_{digest}.json"
     saved = json.loads(ds.index_path.read_text())
-    entry = next(f for f in saved["files"] if f.get("graph_name") == "mem0/mem0-locomo-3-1.json")
-    assert entry["graph_path"] == str((faultbench / "mem0" / "mem0-locomo-3-1.json").resolve())
-    assert entry["wrong_qas"] == [{"qa_id": "locomo-qa-3-69", "query_full_name": "query:locomo-qa-3-69"},
-                                  {"qa_id": "locomo-qa-3-70", "query_full_name": "query:locomo-qa-3-70"}]
+    path = faultbench_files(faultbench)[0]
+    entry = next(f for f in saved["files"] if f.get("graph_name") == path.relative_to(faultbench).as_posix())
+    assert entry["graph_path"] == str(path.resolve())
+    wrong = [q for q in build_graph_index(load_json(path)).qas if q.status == "wrong"]
+    assert wrong and entry["wrong_qas"] == [{"qa_id": q.qa_id, "query_full_name": q.query_full_name} for q in wrong]
+    assert entry["wrong_qas"][0]["query_full_name"] == "query:" + entry["wrong_qas"][0]["qa_id"]
 
 
 def test_saved_index_is_reused_and_a_newer_file_is_indexed_again(faultbench, copy_tree, tmp_path, monkeypatch):
     data = copy_tree(faultbench, "bench")
     first = open_dataset(data, tmp_path / "idx")
-    assert first.parsed_files == 11  # 10 graphs + the manifest
+    assert first.parsed_files == len(list(data.rglob("*.json")))  # every graph + the manifest
 
     opened: list[str] = []
     real = loader.read_graph_json
@@ -55,7 +60,7 @@ def test_saved_index_is_reused_and_a_newer_file_is_indexed_again(faultbench, cop
     assert again.parsed_files == 0 and opened == [index_file_name(data)]  # only the index itself
     assert [g.graph_name for g in again.graphs] == [g.graph_name for g in first.graphs]
 
-    target = data / "rag" / "rag-locomo-5-1.json"
+    target = faultbench_files(data)[-1]
     raw = json.loads(target.read_text())
     raw["data"]["nodes"] = [n for n in raw["data"]["nodes"] if n.get("class_name") != "judge_score"]
     target.write_text(json.dumps(raw))
@@ -63,16 +68,16 @@ def test_saved_index_is_reused_and_a_newer_file_is_indexed_again(faultbench, cop
     os.utime(target, ns=(stamp, stamp))
     opened.clear()
     third = open_dataset(data, tmp_path / "idx")
-    assert third.parsed_files == 1 and opened[-1] == "rag-locomo-5-1.json"
-    entry = third.graph("rag/rag-locomo-5-1.json")
-    assert entry.counts["unjudged"] == 2 and entry.wrong_qas == []
+    assert third.parsed_files == 1 and opened[-1] == target.name
+    entry = third.graph(target.relative_to(data).as_posix())
+    assert entry.counts["unjudged"] == entry.counts["questions"] > 0 and entry.wrong_qas == []
 
 
 def test_a_malformed_file_is_reported_and_the_others_load(faultbench, copy_tree, tmp_path):
     data = copy_tree(faultbench / "mem0", "mem0")
     (data / "broken.json").write_text('{"graph_id": "g", "data": {"nodes": [')
     ds = open_dataset(data, tmp_path / "idx")
-    assert len(ds.graphs) == 3
+    assert len(ds.graphs) == len(list((faultbench / "mem0").glob("*.json")))
     assert [p.graph_name for p in ds.errors] == ["broken.json"]
     assert "invalid JSON" in ds.errors[0].message
 
@@ -125,7 +130,7 @@ def test_unwritable_index_folder_keeps_the_index_in_memory(faultbench, tmp_path)
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("x")
     ds = open_dataset(faultbench / "rag", blocker / "idx")
-    assert len(ds.graphs) == 2
+    assert len(ds.graphs) == len(list((faultbench / "rag").glob("*.json")))
     assert ds.index_note and "could not be saved" in ds.index_note
 
 
@@ -133,7 +138,8 @@ def test_a_corrupt_index_is_rebuilt(faultbench, tmp_path):
     ds = open_dataset(faultbench / "rag", tmp_path / "idx")
     ds.index_path.write_text("{not json")
     again = open_dataset(faultbench / "rag", tmp_path / "idx")
-    assert again.parsed_files == 2 and len(again.graphs) == 2
+    n = len(list((faultbench / "rag").glob("*.json")))
+    assert again.parsed_files == n and len(again.graphs) == n
 
 
 def test_indexing_hands_the_first_graph_to_the_loader(faultbench, copy_tree, tmp_path, monkeypatch):
@@ -144,7 +150,7 @@ def test_indexing_hands_the_first_graph_to_the_loader(faultbench, copy_tree, tmp
     real = loader.read_graph_json
     monkeypatch.setattr(loader, "read_graph_json", lambda p: calls.append(str(p)) or real(p))
     pg = loader.load_graph(ds.graphs[0].graph_path)
-    assert calls == [] and len(pg.index.qas) == 2
+    assert calls == [] and len(pg.index.qas) == ds.graphs[0].counts["questions"]
     loader.load_graph(ds.graphs[0].graph_path)
     assert len(calls) == 1  # the hand-off is used once
 
@@ -156,8 +162,9 @@ def test_default_index_dir_honours_the_environment(tmp_path):
 
 def test_hidden_folders_and_index_files_are_not_scanned(faultbench, copy_tree, tmp_path):
     data = copy_tree(faultbench / "rag", "rag")
-    shutil.copy2(data / "rag-locomo-5-1.json", data / "dataset_index_0123456789ab.json")
+    names = sorted(p.name for p in data.glob("*.json"))
+    shutil.copy2(data / names[0], data / "dataset_index_0123456789ab.json")
     (data / ".cache").mkdir()
-    shutil.copy2(data / "rag-locomo-5-1.json", data / ".cache" / "copy.json")
+    shutil.copy2(data / names[0], data / ".cache" / "copy.json")
     ds = open_dataset(data, tmp_path / "idx")
-    assert [g.graph_name for g in ds.graphs] == ["rag-locomo-5-1.json", "rag-locomo-8-1.json"]
+    assert [g.graph_name for g in ds.graphs] == names
