@@ -272,9 +272,10 @@ class GraphIndex:
         """The question-answering op and the judge op of the question (those that exist)."""
         return [op for op in (qa.qa_op_id, qa.judge_op_id) if op and op in self.ops]
 
-    def _op_sort_key(self, op_id: str) -> tuple[str, str]:
-        op = self.ops.get(op_id)
-        return (op.created_at if op else "", op_id)
+    def _op_sort_key(self, op_id: str) -> tuple[int, str]:
+        # recording order of the op's first edge (created_at often ties within a millisecond)
+        edges = self.op_edges.get(op_id)
+        return (edges[0].order if edges else 1 << 62, op_id)
 
 
 # ------------------------------------------------------------------------------- building
