@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 DRIVER = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, signal, sys
+    # an interactive terminal's default; a parent that ignores SIGINT (a test runner's worker) would
+    # otherwise pass SIG_IGN down to this process
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {repo!r})
     import run_error_attribution
     from graphtrace.agent_models import FunctionChatModel, ScriptedChatModel, answer
