@@ -31,6 +31,7 @@ def llama_server(tmp_path_factory):
         yield base_url
 
 
+@pytest.mark.timeout(900)  # about a minute on an idle 2-core machine; a loaded one is far slower
 def test_one_round_against_llama_cpp_completes_and_records_failures(llama_server, tmp_path, locomo_file):
     api = tmp_path / "api_config.json"
     api.write_text(json.dumps({"api_keys": ["sk-local"], "base_urls": [llama_server]}))
