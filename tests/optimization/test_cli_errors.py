@@ -117,3 +117,11 @@ def test_corrupted_bundle_of_a_complete_round_is_one_line(tmp_path, capsys, loco
     (out / "iteration_1" / "memory_system_config.json").write_bytes(b"\xff")
     (out / "iteration_1" / "iteration_summary.json").write_text("{}")
     _fails(capsys, _argv(out, locomo_file), "cannot resume")
+
+
+def test_bad_conversation_indexes_are_refused_before_rerun_wipes_anything(tmp_path, capsys, locomo_file):
+    out = tmp_path / "o"
+    (out / "iteration_1").mkdir(parents=True)
+    (out / "iteration_1" / "keep.txt").write_text("x")
+    _fails(capsys, _argv(out, locomo_file, "--eval-trajectories", "3,99", "--rerun"), "out of range")
+    assert (out / "iteration_1" / "keep.txt").is_file()

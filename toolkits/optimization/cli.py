@@ -91,24 +91,22 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         raise InputError(f"--optimization-dir {args.optimization_dir!r} is not writable: {exc}") from None
     store = IterationStore(root)
     full = _dataset(args)
+    settings = _settings(args, metrics)
+    step = _step(args, targets, settings, None, attribution_model_factory, optimizer_model_factory, initial)
+    _check_index_flags(args, len(full.trajectories))
+    # every check passed (endpoints included): only now may --rerun discard earlier results
     if args.rerun:
         _start_over(store, root)
     train = _training(args, root, full)
     validation_indexes, eval_indexes = _held_out(args, full, train.indexes)
     from toolkits.optimization.sampling import select
 
-    settings = _settings(args, metrics)
-    gate = None
     validation_dataset = None
     if args.validation_gate:
         from toolkits.optimization.loop import ValidationGate
 
         validation_dataset = select(full, validation_indexes)
-        gate = ValidationGate(
-            dataset=validation_dataset,
-            settings=dataclasses.replace(settings, tracing=False),
-        )
-    step = _step(args, targets, settings, gate, attribution_model_factory, optimizer_model_factory, initial)
+        step.gate = ValidationGate(dataset=validation_dataset, settings=dataclasses.replace(settings, tracing=False))
     return _Plan(initial=initial, targets=targets, train=train, eval_indexes=eval_indexes,
                  eval_dataset=select(full, eval_indexes), validation_dataset=validation_dataset,
                  settings=settings, step=step, store=store)
@@ -204,6 +202,18 @@ def _training(args: argparse.Namespace, root: Path, full: Any) -> Any:
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
+
+
+def _check_index_flags(args: argparse.Namespace, n: int) -> None:
+    from toolkits.optimization.sampling import parse_indexes
+
+    try:
+        if args.validation_trajectories is not None:
+            parse_indexes(args.validation_trajectories, n, default=[])
+        if args.eval_trajectories.strip().lower() not in ("none", "unsampled"):
+            parse_indexes(args.eval_trajectories, n, default=[])
+    except ValueError as exc:
+        raise InputError(f"conversation indexes: {exc}") from None
 
 
 def _held_out(args: argparse.Namespace, full: Any, train: list[int]) -> tuple[list[int], list[int]]:
