@@ -7,43 +7,64 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from toolkits.faultbench._build import SPLITS, BuildConfig, build_faultbench
-from toolkits.faultbench._faults import FAULT_KINDS
+from toolkits.faultbench._catalog import SPLITS
+from toolkits.faultbench._faults import ERROR_KINDS
 
 DEFAULT_LOCOMO = "../shared/data/locomo/locomo10.json"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m toolkits.faultbench",
-                                     description="Build or score a fault-injection benchmark (no API key needed).")
+    parser = argparse.ArgumentParser(
+        prog="python -m toolkits.faultbench",
+        description="Build a fault-injection benchmark in the MemTraceBench layout, or score evidence_flow on "
+                    "one (no API key, no GPU).")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="run the layers over LoCoMo with one injected fault per case")
     build.add_argument("out_dir", help="output folder (<out>/<split>/*.json)")
     build.add_argument("--locomo", default=DEFAULT_LOCOMO, help="path to locomo10.json")
     build.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
-    build.add_argument("--kinds", nargs="+", default=list(FAULT_KINDS), choices=list(FAULT_KINDS))
-    build.add_argument("--cases-per-kind", type=int, default=2)
+    build.add_argument("--kinds", nargs="+", default=list(ERROR_KINDS), choices=list(ERROR_KINDS),
+                       help="error kinds to build (each with every corruption its layer supports)")
+    build.add_argument("--cases-per-kind", type=int, default=1,
+                       help="cases per split and fault kind (<error kind>/<corruption>)")
     build.add_argument("--seed", type=int, default=0)
-    build.add_argument("--max-messages", type=int, default=60)
+    build.add_argument("--max-messages", type=int, default=40, help="messages kept per conversation")
     build.add_argument("--max-messages-for", action="append", default=[], metavar="SPLIT=N",
-                       help="per-split message limit, e.g. mem0=28 (repeatable)")
+                       help="per-split message limit, e.g. mem0=30 (repeatable)")
+    build.add_argument("--max-group", type=int, default=6, help="most cases sharing one graph")
+    build.add_argument("--windows", type=int, default=2,
+                       help="message windows taken from each conversation (its densest in target questions)")
+    build.add_argument("--max-mb-for", action="append", default=[], metavar="SPLIT=MB",
+                       help="size budget of a split: no graph is started when one more of its average size would "
+                            "exceed it (repeatable)")
     build.add_argument("--top-k", type=int, default=10)
     build.add_argument("--conversations", type=int, nargs="+", default=None,
                        help="1-based LoCoMo sample numbers to draw from (default: all)")
-    score = sub.add_parser("score", help="attribute every case with evidence_flow and print ETA/OIA per split")
+    score = sub.add_parser("score", help="attribute every case with evidence_flow; ETA/OIA per split and fault kind")
     score.add_argument("data_dir")
     score.add_argument("--splits", nargs="+", default=None, choices=list(SPLITS))
+    score.add_argument("--evidence", choices=("annotated", "none"), default="annotated",
+                       help="annotated evidence ids, or none (the golden answer finds the evidence)")
+    score.add_argument("--misses", action="store_true", help="list every case evidence_flow gets wrong")
     return parser
+
+
+def _table(title: str, rows: dict[str, dict]) -> None:
+    print(f"{title:<28}{'cases':>6}{'ETA':>8}{'OIA':>8}")
+    for name, r in rows.items():
+        print(f"{name:<28}{r['cases']:>6}{r['eta']:>8.3f}{r['oia']:>8.3f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("membase.datasets.locomo").setLevel(logging.ERROR)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "build":
-        if args.cases_per_kind < 1:
-            print("error: --cases-per-kind must be at least 1", file=sys.stderr)
+        from toolkits.faultbench._build import BuildConfig, build_faultbench
+
+        if args.cases_per_kind < 1 or args.max_group < 1 or args.windows < 1 or args.max_messages < 2:
+            print("error: --cases-per-kind, --max-group and --windows must be at least 1, --max-messages at least 2",
+                  file=sys.stderr)
             return 2
         by_split = {}
         for item in args.max_messages_for:
@@ -53,25 +74,49 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr)
                 return 2
             by_split[split] = int(number)
+        budgets = {}
+        for item in args.max_mb_for:
+            split, _, number = item.partition("=")
+            try:
+                megabytes = float(number)
+            except ValueError:
+                megabytes = -1.0
+            if split not in SPLITS or megabytes <= 0:
+                print(f"error: --max-mb-for expects SPLIT=MB with SPLIT in {list(SPLITS)} and MB > 0, got {item!r}",
+                      file=sys.stderr)
+                return 2
+            budgets[split] = int(megabytes * 1_000_000)
         config = BuildConfig(locomo_path=args.locomo, out_dir=args.out_dir, splits=args.splits, kinds=args.kinds,
                              cases_per_kind=args.cases_per_kind, seed=args.seed, max_messages=args.max_messages,
-                             max_messages_by_split=by_split, top_k=args.top_k, conversations=args.conversations)
+                             max_messages_by_split=by_split, max_group=args.max_group,
+                             windows_per_conversation=args.windows, max_bytes_by_split=budgets, top_k=args.top_k,
+                             conversations=args.conversations)
         try:
             report = build_faultbench(config, progress=print)
         except (ValueError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except Exception as exc:  # the loader's DatasetError and friends: one line, no traceback
+            if type(exc).__name__ in ("DatasetError", "ConfigError"):
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            raise
         print(f"{len(report.cases)} cases written to {args.out_dir}; dropped candidates: {report.dropped}")
         return 0
     from toolkits.faultbench._score import score_evidence_flow
 
-    results = score_evidence_flow(args.data_dir, args.splits)
-    if not results:
+    result = score_evidence_flow(args.data_dir, args.splits, evidence=args.evidence)
+    if not result["splits"]:
         print(f"error: no split folder under {args.data_dir!r}", file=sys.stderr)
         return 2
-    print(f"{'split':<14}{'cases':>6}{'ETA':>8}{'OIA':>8}")
-    for split, r in results.items():
-        print(f"{split:<14}{r['total_cases']:>6}{r['eta']:>8.3f}{r['oia']:>8.3f}")
+    _table("split", result["splits"])
+    print()
+    _table("fault kind", result["kinds"])
+    if args.misses:
+        print()
+        for miss in result["misses"]:
+            print(f"{miss['split']}/{miss['file']} {miss['kind']}: gold {miss['gold']} predicted "
+                  f"{miss['predicted']} ({miss['status']}, confidence {miss['confidence']})")
     return 0
 
 

@@ -1,4 +1,20 @@
-"""Building a fault-injection benchmark in the MemTraceBench file layout."""
+"""Building a fault-injection benchmark in the MemTraceBench file layout.
+
+Per split, conversations are taken in a seeded order; from each, the windows of ``max_messages``
+consecutive messages that hold the most target questions are used (:func:`dense_windows`). A
+clean run answers every target question (:mod:`._targets`); the ones it gets right
+form the pool. Cases are then planned in *groups* that share one run and one graph: at most one
+case per fault kind, on different fact messages (a Long-Context retrieval fault runs alone: its
+snapshot of the memory unit would be the version other questions' answering ops name). A group
+is kept only when every case passes **counterfactual replay**: with all the group's faults its
+answer is wrong, and with its own fault undone (the others kept) its answer is right — so each
+fault is decisive, and the other faults do not touch its information. Drop reasons are counted.
+
+The label of a case is the op recorded while its fault acted (:mod:`._labels`) and the error
+type its error kind defines (:mod:`._faults`). Seeded and reproducible: the RNG picks
+conversations, targets, sites and fault points, and ``uuid.uuid4`` is seeded during each run, so
+graph, op, edge and document ids repeat; only ``created_at`` timestamps differ between builds.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +22,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import shutil
 import tempfile
 import uuid
@@ -16,24 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from membase.utils.io import atomic_write_json
-from toolkits.evidence_flow import content_tokens
-from toolkits.faultbench._faults import (
-    ERROR_TYPE_OF,
-    FAULT_KINDS,
-    Fault,
-    FaultSet,
-    FaultTarget,
-    states_answer,
-)
-from toolkits.faultbench._labels import find_label_op
-from toolkits.faultbench._pipeline import run_pipeline
+from toolkits.faultbench._catalog import SPLITS, fault_class, split_specs
+from toolkits.faultbench._corrupt import KEEPS_WORDS
+from toolkits.faultbench._faults import ERROR_KINDS, Fault, FaultSet, FaultSpec
+from toolkits.faultbench._labels import label_op
+from toolkits.faultbench._pipeline import PipelineRun, run_pipeline
+from toolkits.faultbench._targets import Target, find_targets
 
-__all__ = ["SPLITS", "BuildConfig", "BuildReport", "build_faultbench", "candidate_targets", "cut_trajectory"]
+__all__ = ["BuildConfig", "BuildReport", "build_faultbench", "cut_trajectory", "dense_windows", "seeded_uuid4"]
 
 logger = logging.getLogger(__name__)
-
-#: MemTraceBench split → membase layer type.
-SPLITS = {"long_context": "Long-Context", "rag": "NaiveRAG", "mem0": "Mem0", "evermemos": "EverMemOS"}
 
 
 @dataclass(kw_only=True)
@@ -43,104 +52,85 @@ class BuildConfig:
     locomo_path: str
     out_dir: str
     splits: Sequence[str] = tuple(SPLITS)
-    kinds: Sequence[str] = FAULT_KINDS
-    cases_per_kind: int = 2
-    """Cases per (split, fault kind)."""
+    kinds: Sequence[str] = ERROR_KINDS
+    """Error kinds to build (``extraction``, ``update``, ...); every corruption of each."""
+    cases_per_kind: int = 1
+    """Cases per (split, fault kind); a fault kind is ``<error kind>/<corruption>``."""
     seed: int = 0
-    max_messages: int = 60
-    """Each conversation is cut to its first `max_messages` messages (keeps graphs small)."""
+    max_messages: int = 40
+    """Each conversation is cut to its first ``max_messages`` messages (keeps graphs small)."""
     max_messages_by_split: dict[str, int] = field(default_factory=dict)
-    """Per-split override of `max_messages` (Mem0/EverMemOS graphs grow fastest)."""
+    """Per-split override of ``max_messages``."""
     top_k: int = 10
     conversations: Sequence[int] | None = None
     """1-based LoCoMo sample numbers to use (default: all, in seeded order)."""
+    max_group: int = 6
+    """Most cases sharing one graph."""
+    windows_per_conversation: int = 2
+    """Windows of ``max_messages`` messages taken from each conversation (its densest in targets)."""
+    max_bytes_by_split: dict[str, int] = field(default_factory=dict)
+    """Size budget per split: no graph is started when one more of the split's average size
+    would exceed it."""
 
 
 @dataclass(kw_only=True)
 class BuildReport:
-    """What was built, and why candidate cases were dropped."""
+    """What was built, and why planned cases were dropped."""
 
     cases: list[dict[str, Any]] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
 
-    def drop(self, reason: str) -> None:
-        """Count one dropped candidate."""
-        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+    def drop(self, reason: str, count: int = 1) -> None:
+        """Count dropped candidates."""
+        if count:
+            self.dropped[reason] = self.dropped.get(reason, 0) + count
 
 
-def cut_trajectory(trajectory: Any, max_messages: int) -> Any:
-    """Return `trajectory` cut to its first `max_messages` messages (whole sessions kept in order)."""
-    sessions, left = [], max_messages
+def cut_trajectory(trajectory: Any, max_messages: int, start: int = 0) -> Any:
+    """``trajectory`` cut to ``max_messages`` messages from message ``start`` on (sessions kept in order)."""
+    sessions, position, end = [], 0, start + max_messages
     for session in trajectory.sessions:
-        if left <= 0:
-            break
-        messages = session.messages[:left]
-        left -= len(messages)
-        sessions.append(session.model_copy(update={"messages": messages}))
+        first, position = position, position + len(session.messages)
+        messages = session.messages[max(start - first, 0): max(end - first, 0)]
+        if messages:
+            sessions.append(session.model_copy(update={"messages": messages}))
     return trajectory.model_copy(update={"sessions": sessions})
 
 
-def candidate_targets(trajectory: Any, qas: Sequence[Any]) -> list[tuple[Any, Any, int]]:
-    """Questions a fault can aim at: `(qa, fact message, its index)`.
+def dense_windows(trajectory: Any, qas: Sequence[Any], size: int, count: int) -> list[int]:
+    """Starts of up to ``count`` non-overlapping windows of ``size`` messages holding the most targets.
 
-    A question qualifies when it is not adversarial, all its evidence lies in the trajectory,
-    and exactly one message of the trajectory states the golden answer and it is an evidence
-    message (the *fact message*). Uniqueness makes every injected fault decisive: once the
-    fact is gone, nothing else in the conversation restores it.
+    Questions that qualify as targets cluster in parts of a conversation; building from its
+    densest windows gives more cases per graph than its first messages would.
     """
     messages = [m for s in trajectory.sessions for m in s.messages]
-    index = {m.id: i for i, m in enumerate(messages)}
-    out = []
-    for qa in qas:
-        evidence = qa.metadata.get("evidence") or []
-        if qa.metadata.get("category_id") == 5 or not evidence or any(e not in index for e in evidence):
-            continue
-        answer = content_tokens(" ".join(qa.golden_answers))
-        stating = [i for i, m in enumerate(messages) if states_answer(answer, m.content)]
-        if len(stating) == 1 and messages[stating[0]].id in evidence:
-            out.append((qa, messages[stating[0]], stating[0]))
-    return out
+    positions = sorted(t.fact_index for t in find_targets(trajectory, qas))
+    starts: list[int] = []
+    taken: list[tuple[int, int]] = []
+    for _ in range(count):
+        best, best_start = 0, None
+        for start in range(0, max(len(messages) - size, 0) + 1):
+            if any(start < end and start + size > begin for begin, end in taken):
+                continue
+            inside = sum(1 for p in positions if start <= p < start + size)
+            if inside > best:
+                best, best_start = inside, start
+        if best_start is None or best < 2:
+            break
+        starts.append(best_start)
+        taken.append((best_start, best_start + size))
+    return starts or [0]
 
 
 @contextlib.contextmanager
 def seeded_uuid4(rng: random.Random) -> Iterator[None]:
-    """Make `uuid.uuid4()` deterministic (graph, op, edge, session and document ids)."""
+    """Make ``uuid.uuid4()`` deterministic (graph, op, edge, session and document ids)."""
     original = uuid.uuid4
     uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
     try:
         yield
     finally:
         uuid.uuid4 = original  # type: ignore[assignment]
-
-
-def _fault_class(split: str) -> type[Fault]:
-    from toolkits.faultbench import _layer_faults
-
-    if split == "long_context":
-        return _layer_faults.LongContextFault
-    if split == "rag":
-        return _layer_faults.NaiveRAGFault
-    if split == "mem0":
-        from toolkits.faultbench._mem0_faults import Mem0Fault
-
-        return Mem0Fault
-    if split == "evermemos":
-        from toolkits.faultbench._evermemos_faults import EverMemOSFault
-
-        return EverMemOSFault
-    raise ValueError(f"unknown split {split!r}; choose from {sorted(SPLITS)}")
-
-
-def make_layer(split: str, user_id: str, save_dir: str, faults: list[Fault] | None = None) -> Any:
-    """Build the split's layer with deterministic components (no network, no model)."""
-    from membase.layers import build_layer
-
-    if split == "long_context":
-        return build_layer("Long-Context", user_id=user_id, save_dir=save_dir, context_window=100_000)
-    if split == "rag":
-        return build_layer("NaiveRAG", user_id=user_id, save_dir=save_dir, deferred=True, max_tokens=200,
-                           vector_store="memory", retriever_name_or_path="fake:64", retriever_dim=64)
-    return _fault_class(split).make_layer(user_id, save_dir, list(faults or []))  # type: ignore[attr-defined]
 
 
 def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | None = None) -> BuildReport:
@@ -154,18 +144,20 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         The report (cases written, candidates dropped by reason).
 
     Raises:
-        ValueError: unknown split or fault kind.
+        ValueError: unknown split or error kind, or an output folder a build did not write.
         membase.exceptions.DatasetError: the LoCoMo file is missing or malformed.
     """
     from membase.datasets.locomo import load_locomo
 
     for split in config.splits:
-        _fault_class(split)
+        split_specs(split)
     for kind in config.kinds:
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {kind!r}; choose one of {FAULT_KINDS}")
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {kind!r}; choose from {ERROR_KINDS}")
     if config.cases_per_kind < 1:
         raise ValueError("cases_per_kind must be at least 1")
+    if config.max_group < 1 or config.windows_per_conversation < 1:
+        raise ValueError("max_group and windows_per_conversation must be at least 1")
     out = Path(config.out_dir)
     _refuse_foreign_benchmark(out)
     dataset = load_locomo(config.locomo_path)
@@ -178,180 +170,238 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         building.mkdir(parents=True)
         _SplitBuilder(split, dataset, config, building, report, progress).build()
         _swap_in(building, out / split)
-    manifest = {"config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
+    manifest = {"format": "faultbench-v2",
+                "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
                            if k not in ("out_dir", "locomo_path")},
-                "cases": report.cases, "dropped": report.dropped}
-    _atomic_write(out / "faultbench_manifest.json", manifest, indent=2)
+                "cases": report.cases, "dropped": dict(sorted(report.dropped.items()))}
+    atomic_write_json(out / "faultbench_manifest.json", manifest, indent=2)
     return report
 
 
-@contextlib.contextmanager
-def _run_dir() -> Iterator[str]:
-    path = tempfile.mkdtemp(prefix="faultbench-")
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 class _SplitBuilder:
-    """Builds one split: conversations in seeded order, one graph per group of cases.
-
-    A group holds at most one case per fault kind, on questions with different fact messages
-    (Long-Context deletions, which forget everything, get a graph of their own). A group is
-    kept only when every case is valid: with all of the group's faults its answer fails, and
-    without its own fault (the others kept) its answer is correct — so each case's fault is
-    the decisive one, and the faults of the other cases do not touch its information.
-    """
+    """Builds one split (see the module docstring)."""
 
     def __init__(self, split: str, dataset: Any, config: BuildConfig, split_dir: Path, report: BuildReport,
                  progress: Callable[[str], None] | None) -> None:
         self.split, self.dataset, self.config = split, dataset, config
         self.split_dir, self.report, self.progress = split_dir, report, progress
         self.rng = random.Random(f"{config.seed}:{split}")
-        self.quota = {kind: config.cases_per_kind for kind in config.kinds}
-        self.fault_cls = _fault_class(split)
+        self.specs = [s for s in split_specs(split) if s.error in config.kinds]
+        self.quota = {s.kind: config.cases_per_kind for s in self.specs}
+        self.site_turn = {s.kind: self.rng.randrange(len(s.sites)) for s in self.specs}
+        self.fault_cls = fault_class(split)
+
+    def _open(self) -> bool:
+        """Cases are still wanted and another graph of average size fits the split's size budget."""
+        budget = self.config.max_bytes_by_split.get(self.split)
+        if budget is None:
+            return any(self.quota.values())
+        sizes = [p.stat().st_size for p in self.split_dir.glob("*.json")]
+        expected = sum(sizes) / len(sizes) if sizes else 0
+        return any(self.quota.values()) and sum(sizes) + expected <= budget
 
     def build(self) -> None:
         numbers = list(self.config.conversations or range(1, len(self.dataset) + 1))
         self.rng.shuffle(numbers)
         for number in numbers:
-            if not any(self.quota.values()):
-                return
+            if not self._open():
+                break
             self._conversation(number)
         for kind, left in self.quota.items():
             if left:
                 logger.warning("faultbench %s: only %d of %d %s cases found", self.split,
                                self.config.cases_per_kind - left, self.config.cases_per_kind, kind)
 
-    def _run(self, number: int, trajectory: Any, qas: list[Any], faults: list[Fault], tag: str) -> Any:
-        seed = zlib.crc32(f"{self.config.seed}:{self.split}:{number}:{tag}".encode())
-        with _run_dir() as tmp, seeded_uuid4(random.Random(seed)):
-            layer = make_layer(self.split, trajectory.id, str(Path(tmp) / "run"), faults)
+    # -- runs -------------------------------------------------------------------------------------
+    def _run(self, number: int, trajectory: Any, qas: list[Any], faults: list[Fault], tag: str) -> PipelineRun:
+        first = next((m.id for s in trajectory.sessions for m in s.messages), "")
+        seed = zlib.crc32(f"{self.config.seed}:{self.split}:{number}:{first}:{tag}".encode())
+        with tempfile.TemporaryDirectory(prefix="faultbench-layer-") as tmp, seeded_uuid4(random.Random(seed)):
+            layer = self.fault_cls.make_layer(trajectory.id, str(Path(tmp) / trajectory.id), faults)  # type: ignore[attr-defined]
             try:
-                # The layer lives in a temporary folder; record a stable, relative save_dir instead.
                 return run_pipeline(layer, trajectory, qas, injector=FaultSet(faults), top_k=self.config.top_k,
-                                    graph_metadata={"faultbench_seed": self.config.seed,
-                                                    "save_dir": f"memory/{self.split}/{trajectory.id}"})
+                                    graph_metadata={"save_dir": f"memory/{self.split}/{trajectory.id}",
+                                                    "traced_data_save_dir": "traced_data"})
             finally:
                 layer.cleanup()
 
     def _conversation(self, number: int) -> None:
-        trajectory, qas = self.dataset[number - 1]
+        full, qas = self.dataset[number - 1]
         limit = self.config.max_messages_by_split.get(self.split, self.config.max_messages)
-        trajectory = cut_trajectory(trajectory, limit)
-        targets = candidate_targets(trajectory, qas)
+        for start in dense_windows(full, qas, limit, self.config.windows_per_conversation):
+            if not self._open():
+                return
+            self._window(number, cut_trajectory(full, limit, start), qas)
+
+    def _window(self, number: int, trajectory: Any, qas: list[Any]) -> None:
+        targets = find_targets(trajectory, qas)
         if not targets:
             return
-        baseline = self._run(number, trajectory, [t[0] for t in targets], [], "baseline")
-        pool = [t for t in targets if baseline.records[t[0].id].score == 1.0]
-        self.report.dropped["baseline_wrong"] = self.report.dropped.get("baseline_wrong", 0) + len(targets) - len(pool)
+        try:
+            baseline = self._run(number, trajectory, [t.qa for t in targets], [], "baseline")
+        except RuntimeError as exc:
+            logger.warning("faultbench %s: conversation %d skipped: %s", self.split, number, exc)
+            return
+        pool = [t for t in targets if baseline.records[t.qa.id].score == 1.0]
+        self.report.drop("baseline_wrong", len(targets) - len(pool))
         self.rng.shuffle(pool)
-        n_messages = sum(len(s.messages) for s in trajectory.sessions)
-        while pool and any(self.quota.values()):
-            group = self._plan_group(pool, n_messages)
+        messages = [m for s in trajectory.sessions for m in s.messages]
+        known = frozenset(w.lower() for m in messages for w in re.findall(r"[A-Za-z]+", m.content))
+        while pool and self._open():
+            group = self._plan_group(pool, len(messages), known)
             if not group:
                 return
-            self._group(number, trajectory, group)
+            self._verify_and_write(number, trajectory, group)
 
-    def _plan_group(self, pool: list[tuple[Any, Any, int]], n_messages: int) -> list[Fault]:
+    # -- planning ---------------------------------------------------------------------------------
+    def _plan_group(self, pool: list[Target], n_messages: int, known: frozenset[str]) -> list[Fault]:
         group: list[Fault] = []
-        used_facts: set[str] = set()
-        # Neediest kinds first, so that a small pool of targets is shared fairly.
-        kinds = sorted(self.config.kinds, key=lambda k: -self.quota[k])
-        for kind in kinds:
-            if self.quota[kind] <= 0:
+        used: set[str] = set()
+        # Neediest kinds first, then error kinds with the fewest cases so far (so that a size
+        # budget still covers every error type); among equals, a seeded order.
+        built = {e: sum(1 for c in self.report.cases if c["split"] == self.split and c["kind"].startswith(f"{e}/"))
+                 for e in {s.error for s in self.specs}}
+        specs = sorted(self.specs, key=lambda s: (-self.quota[s.kind], built[s.error], self.rng.random()))
+        for spec in specs:
+            if self.quota[spec.kind] <= 0 or len(group) >= self.config.max_group:
                 continue
-            if self.split == "long_context" and kind == "deletion" and group:
+            if self._runs_alone(spec) and group:
                 continue
-            if self.split == "long_context" and any(f.kind == "deletion" for f in group):
+            if any(self._runs_alone(f.spec) for f in group):
                 break
-            for i, (qa, fact, fact_index) in enumerate(pool):
-                if fact.id in used_facts:
+            for i, target in enumerate(pool):
+                fault = self._make(spec, target, n_messages, known)
+                if target.fact.id in used or fault is None:
                     continue
-                if kind in ("update", "deletion") and fact_index >= n_messages - 1:
-                    continue
-                act = self.rng.randint(fact_index + 1, n_messages - 1) if fact_index < n_messages - 1 else fact_index
-                target = FaultTarget(qa=qa, fact_message=fact, fact_index=fact_index,
-                                     answer_tokens=content_tokens(" ".join(qa.golden_answers)), act_index=act)
-                group.append(self.fault_cls(kind, target))
-                used_facts.add(fact.id)
+                group.append(fault)
+                used.add(target.fact.id)
                 del pool[i]
                 break
         return group
 
-    def _group(self, number: int, trajectory: Any, group: list[Fault]) -> None:
+    def _runs_alone(self, spec: FaultSpec) -> bool:
+        return self.split == "long_context" and spec.error == "retrieval"
+
+    def _make(self, spec: FaultSpec, target: Target, n_messages: int, known: frozenset[str]) -> Fault | None:
+        if spec.error in ("update", "deletion") and target.fact_index >= n_messages - 1:
+            return None
+        act = self.rng.randint(target.fact_index + 1, n_messages - 1) if target.fact_index < n_messages - 1 \
+            else target.fact_index
+        site = spec.sites[self.site_turn[spec.kind] % len(spec.sites)]
+        seed = zlib.crc32(f"{self.config.seed}:{self.split}:{spec.kind}:{target.qa.id}".encode())
+        fault = self.fault_cls(spec, site, target, seed=seed, act_index=act, known_words=known)
+        return fault if fault.applicable() else None
+
+    # -- verification -------------------------------------------------------------------------------
+    def _verify_and_write(self, number: int, trajectory: Any, group: list[Fault]) -> None:
         while group:
-            faults = [self._fresh(f) for f in group]
-            tag = ",".join(f"{f.kind}:{f.target.qa.id}" for f in faults)
-            run = self._run(number, trajectory, [f.target.qa for f in faults], faults, tag)
+            faults = [f.fresh() for f in group]
+            tag = ",".join(f"{f.kind}@{f.site}:{f.target.qa.id}" for f in faults)
+            try:
+                run = self._run(number, trajectory, [f.target.qa for f in faults], faults, tag)
+            except RuntimeError as exc:
+                logger.warning("faultbench %s: group dropped: %s", self.split, exc)
+                self.report.drop("run_failed", len(faults))
+                return
             keep = []
-            for f in faults:
-                if not f.fired:
-                    self.report.drop(f"{f.kind}_not_fired")
-                elif run.records[f.target.qa.id].score != 0.0:
-                    self.report.drop(f"{f.kind}_answer_still_correct")
+            for fault in faults:
+                if not fault.fired:
+                    self.report.drop(f"{fault.kind}:not_fired")
+                elif run.records[fault.target.qa.id].score != 0.0:
+                    self.report.drop(f"{fault.kind}:answer_still_right")
+                elif label_op(fault, run) is None:
+                    self.report.drop(f"{fault.kind}:op_not_found")
                 else:
-                    keep.append(f)
-            for f in list(keep):
-                others = [self._fresh(o) for o in keep if o is not f]
+                    keep.append(fault)
+            for fault in list(keep):
+                others = [o.fresh() for o in keep if o is not fault]
                 if not others:
-                    continue
-                without = self._run(number, trajectory, [f.target.qa], others, f"without:{tag}:{f.target.qa.id}")
-                if without.records[f.target.qa.id].score != 1.0:
-                    self.report.drop(f"{f.kind}_not_decisive_in_group")
-                    keep.remove(f)
+                    continue  # undoing its only fault gives the clean run, which answered it right
+                replay = self._run(number, trajectory, [fault.target.qa], others,
+                                   f"without:{tag}:{fault.target.qa.id}")
+                if replay.records[fault.target.qa.id].score != 1.0:
+                    self.report.drop(f"{fault.kind}:not_decisive")
+                    keep.remove(fault)
             if len(keep) == len(faults):
                 self._write(number, run, faults)
                 return
+            for fault in faults:
+                if fault not in keep:  # try the kind's next site with the next target
+                    self.site_turn[fault.kind] += 1
             group = keep
 
-    def _fresh(self, fault: Fault) -> Fault:
-        return self.fault_cls(fault.kind, fault.target)
-
-    def _write(self, number: int, run: Any, faults: list[Fault]) -> None:
-        export = run.graph.export_graph()
+    def _write(self, number: int, run: PipelineRun, faults: list[Fault]) -> None:
+        export = run.export
         _relativize(export)
-        cases = []
-        for fault in faults:
-            record = run.records[fault.target.qa.id]
-            op_id = find_label_op(fault, export, record)
-            if op_id is None:
-                self.report.drop(f"{fault.kind}_op_not_found")
-                continue
-            cases.append((fault, record, op_id))
-        if not cases:
-            return
         index = len(list(self.split_dir.glob(f"{self.split}-locomo-{number}-*.json"))) + 1
         filename = f"{self.split}-locomo-{number}-{index}.json"
         export["metadata"]["memtracebench_graph_filename"] = filename
         export["metadata"]["memtracebench_dataset_source"] = "LoCoMo"
+        nodes = _case_nodes(export)
         latest = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}
-        values = {n["full_node_id"]: n["value"] for n in export["data"]["nodes"]}
         annotations = []
-        for fault, record, op_id in cases:
+        for fault in faults:
             qa = fault.target.qa
+            op_id = label_op(fault, run)
+            found = nodes.get(qa.id)
+            if op_id is None or found is None:
+                self.report.drop(f"{fault.kind}:op_not_found")
+                continue
             annotations.append({
-                "query_id": record.query_id,
-                "query": values[record.query_id],
+                "query_id": found["query_id"],
+                "query": found["query"],
                 "golden_answers": list(qa.golden_answers),
-                "golden_answers_id": record.golden_id,
-                "prediction": record.prediction,
-                "prediction_id": record.prediction_id,
+                "golden_answers_id": found["golden_answers_id"],
+                "prediction": found["prediction"],
+                "prediction_id": found["prediction_id"],
                 "source_evidence_ids": [latest[e] for e in qa.metadata.get("evidence", []) if e in latest],
-                "final_error_type": ERROR_TYPE_OF[fault.kind],
+                "final_error_type": fault.spec.error_type,
                 "final_op_id": op_id,
-                "fault": {"kind": fault.kind, "description": fault.note, "fact_message": fault.target.fact_message.id,
-                          "conversation": number, "seed": self.config.seed},
+                "fault": {"kind": fault.kind, "error": fault.spec.error, "corruption": fault.spec.corruption,
+                          "site": fault.site, "description": fault.note, "fact_message": fault.target.fact.id,
+                          "answer_spread": fault.target.spread,
+                          "keeps_words": fault.spec.corruption in KEEPS_WORDS, "conversation": number,
+                          "seed": self.config.seed},
             })
             self.quota[fault.kind] -= 1
-            case = {"split": self.split, "file": filename, "query_id": record.query_id, "kind": fault.kind,
-                    "final_error_type": ERROR_TYPE_OF[fault.kind], "final_op_id": op_id}
+            self.site_turn[fault.kind] += 1
+            case = {"split": self.split, "file": filename, "query_id": found["query_id"], "kind": fault.kind,
+                    "site": fault.site, "final_error_type": fault.spec.error_type, "final_op_id": op_id}
             self.report.cases.append(case)
             if self.progress:
-                self.progress(f"{self.split}/{filename}: {case['final_error_type']} at {op_id} ({record.query_id})")
+                self.progress(f"{self.split}/{filename}: {fault.kind} at {fault.site} -> "
+                              f"{case['final_error_type']} {op_id} ({qa.id})")
+        if not annotations:
+            return
         export["data"]["annotations"] = annotations
-        _atomic_write(self.split_dir / filename, export)
+        atomic_write_json(self.split_dir / filename, export, indent=None)
+
+
+def _case_nodes(export: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per question id: its query node, the prediction and golden-answers nodes of its ops."""
+    data = export["data"]
+    nodes = {n["full_node_id"]: n for n in data["nodes"]}
+    names = {o["op_id"]: o.get("op_name") for o in data["operations"]}
+    by_op: dict[str, list[dict[str, Any]]] = {}
+    for edge in data["edges"]:
+        by_op.setdefault(edge["op_id"], []).append(edge)
+    out: dict[str, dict[str, str]] = {}
+    for op_id, edges in by_op.items():
+        if names.get(op_id) not in ("question-answering", "llm-judge"):
+            continue
+        query = next((nodes[e["source_full_node_id"]] for e in edges
+                      if nodes[e["source_full_node_id"]].get("class_name") == "query"), None)
+        if query is None:
+            continue
+        entry = out.setdefault(query["name"], {"query_id": query["full_node_id"], "query": query["value"]})
+        for edge in edges:
+            for end in ("source_full_node_id", "target_full_node_id"):
+                node = nodes[edge[end]]
+                if names[op_id] == "question-answering" and node.get("class_name") == "prediction":
+                    entry["prediction_id"], entry["prediction"] = node["full_node_id"], node["value"]
+                if names[op_id] == "llm-judge" and node.get("class_name") == "golden_answers":
+                    entry["golden_answers_id"] = node["full_node_id"]
+    return {k: v for k, v in out.items() if {"prediction_id", "golden_answers_id"} <= set(v)}
 
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
@@ -367,10 +417,6 @@ def _relativize(export: dict[str, Any]) -> None:
                     rec[field_name] = value[len(_REPO_ROOT):]
 
 
-def _atomic_write(path: Path, data: Any, indent: int | None = None) -> None:
-    atomic_write_json(path, data, indent=indent)
-
-
 def _refuse_foreign_benchmark(out: Path) -> None:
     """Never overwrite split folders that a faultbench build did not write (e.g. MemTraceBench)."""
     if (out / "faultbench_manifest.json").exists() or not out.exists():
@@ -379,7 +425,7 @@ def _refuse_foreign_benchmark(out: Path) -> None:
     if existing:
         raise ValueError(
             f"{str(out)!r} already holds {existing} but no faultbench_manifest.json: it is not a faultbench "
-            "output folder, so nothing there is replaced; choose an empty or new --out-dir"
+            "output folder, so nothing there is replaced; choose an empty or new output folder"
         )
 
 

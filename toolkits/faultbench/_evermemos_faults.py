@@ -1,59 +1,53 @@
-"""Fault injection for the EverMemOS layer (with its deterministic fake model).
+"""Faults of the EverMemOS layer (its pipeline driven by the deterministic fake model).
 
-Extraction degrades the fake model's episode / event-log / foresight replies for the first
-memcell that holds the fact message (all inside one ``memory_system.extract_memory`` op). EverMemOS itself
-never updates or deletes a memory unit, so update and deletion faults are recorded as explicit
-``memory_system.update`` (a mutation of the unit) and ``memory_system.delete`` (unit →
-``delete_marker``) ops that edit the manager's index the same way. Retrieval hides the units
-holding the fact from both the BM25 and the embedding search of the question.
+* ``extraction`` at ``episode`` — the episode, event-log and foresight replies for the memcell
+  that holds the fact are corrupted (``memory_system.extract_memory``); ``lose`` at
+  ``boundary`` — the memcell closed by the boundary decision leaves the fact message out
+  (``evermemos.boundary_detection``); ``lose`` at ``memcell`` — the memcell is complete but the
+  memory unit made from it leaves the fact message out (``memory_system.finalize_memory_unit``).
+* ``retrieval`` — round one's searches skip the units that hold the fact (``skip``) or return
+  the most similar other unit in their place (``near_duplicate``), both recorded in the first
+  retrieval op of the question; or both rounds find the unit and the final selection drops it
+  (``final_drop``, ``memory_system.agentic_final_rerank``).
+
+EverMemOS never updates or deletes a memory unit, so it has no update or deletion faults.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from toolkits.evidence_flow._text import memory_text
-from toolkits.faultbench._faults import StoreEditFault, degrade, patch_attr, record_delete
+from toolkits.faultbench._faults import Fault, patch_attr
+from toolkits.faultbench._layer_faults import nearest
 
 __all__ = ["EverMemOSFault"]
 
 _FENCED = re.compile(r"^```(?:json)?\n(?P<body>.*)\n```$", re.DOTALL)
-_CONTENT_KEYS = ("episode", "subject", "summary", "event_log", "foresights")
+_EXTRACTION_TAGS = ("episode", "event_log", "foresight")
 
 
-def _degrade_json(value: Any, answer_tokens: frozenset[str]) -> Any:
+def _map_strings(value: Any, fn: Any) -> Any:
     if isinstance(value, str):
-        return degrade(value, answer_tokens)
+        return fn(value)
     if isinstance(value, list):
-        return [_degrade_json(v, answer_tokens) for v in value]
+        return [_map_strings(v, fn) for v in value]
     if isinstance(value, dict):
-        return {k: _degrade_json(v, answer_tokens) for k, v in value.items()}
+        return {k: _map_strings(v, fn) for k, v in value.items()}
     return value
 
 
-class _Holder:
-    """A stand-in target whose encoding is exactly the stored unit value."""
+class EverMemOSFault(Fault):
+    """Faults of EverMemOS."""
 
-    def __init__(self, name: str, text: str) -> None:
-        self.name, self.text = name, text
+    _memcell_events: str | None = None
 
-
-def _holder_options(name: str) -> dict[str, Any]:
-    return {"id_strategy": lambda _h: name, "encoding_fn": lambda h: h.text, "category": "memory_entry"}
-
-
-class EverMemOSFault(StoreEditFault):
-    """Faults for EverMemOS."""
-
-    _memcell = 0
-    _fired_memcell: int | None = None
-
-    @classmethod
-    def make_layer(cls, user_id: str, save_dir: str, faults: list[EverMemOSFault]) -> Any:
+    @staticmethod
+    def make_layer(user_id: str, save_dir: str, faults: list[Fault]) -> Any:
         """EverMemOS with the fake model (replies passed through ``faults``) and the fake embedder."""
         from membase.clients.fake import FunctionChatModel
         from membase.layers.evermemos import EverMemOSConfig, EverMemOSLayer
@@ -62,132 +56,149 @@ class EverMemOSFault(StoreEditFault):
         brain = EverMemOSFakeBrain()
         config = EverMemOSConfig(user_id=user_id, save_dir=save_dir,
                                  llm_config={"provider": "fake", "model": "evermemos-fake"},
-                                 embedding_config={"provider": "fake", "embedding_dims": 64},
+                                 embedding_config={"provider": "fake", "embedding_dims": 256},
                                  boundary_config={"hard_message_limit": 10})
 
         def reply(messages: list[dict[str, Any]], **kwargs: Any) -> str:
             text = brain(messages, **kwargs)
             for fault in faults:
-                text = fault.transform_reply(messages, text)
+                if isinstance(fault, EverMemOSFault):
+                    text = fault.transform_reply(messages, text)
             return text
 
         counter = iter(range(1, 1_000_000))
         return EverMemOSLayer(config, chat_model=FunctionChatModel(reply, model="evermemos-fake"),
                               id_factory=lambda: f"{user_id}-event-{next(counter):04d}")
 
+    def _is_fact(self, message: dict[str, Any]) -> bool:
+        return message.get("content") == self.target.fact.content
+
+    def _holding_docs(self, docs: list[dict[str, Any]]) -> set[str]:
+        return {d["event_id"] for d in docs if any(self._is_fact(m) for m in d.get("original_data") or [])}
+
+    # -- construction -----------------------------------------------------------------------------
+    def on_start(self, layer: Any) -> None:
+        if self.spec.error != "extraction" or self.site not in ("boundary", "memcell"):
+            return
+        manager = layer.manager
+        process = manager._process_memcell
+
+        def process_without_fact(memcell: Any, source: str) -> Any:
+            if self.fired or not any(self._is_fact(m) for m in memcell.original_data):
+                return process(memcell, source)
+            if self.site == "boundary":
+                if source == "flush":  # a flush closes no boundary: nothing to blame there
+                    return process(memcell, source)
+                memcell.original_data = [m for m in memcell.original_data if not self._is_fact(m)]
+                self.fire("evermemos.boundary_detection", "the memcell closed at this boundary left out "
+                          f"{self.target.fact.id}")
+                return process(memcell, source)
+            reduced = copy.copy(memcell)
+            reduced.original_data = [m for m in memcell.original_data if not self._is_fact(m)]
+            record = process(reduced, source)
+            record.memcell = memcell  # the closed memcell itself is complete
+            self.fire("memory_system.finalize_memory_unit",
+                      f"the memory unit made from the memcell left out {self.target.fact.id}")
+            return record
+
+        manager._process_memcell = process_without_fact
+
     def transform_reply(self, messages: list[dict[str, Any]], reply: str) -> str:
-        """Degrade the extraction replies for the fact's memcell (extraction faults only)."""
+        """Corrupt the extraction replies for the memcell that holds the fact (``episode`` site)."""
         from membase.layers.evermemos.prompts import TASK_TAGS
 
-        if self.kind != "extraction":
+        if self.spec.error != "extraction" or self.site != "episode":
             return reply
         prompt = str(messages[-1].get("content", ""))
-        if prompt.startswith(TASK_TAGS["episode"]):
-            self._memcell += 1  # every memcell's extraction starts with its episode
-        tags = [TASK_TAGS[k] for k in ("episode", "event_log", "foresight") if k in TASK_TAGS]
-        if not any(prompt.startswith(tag) for tag in tags) or not self.target.carries(prompt):
+        tags = [TASK_TAGS[k] for k in _EXTRACTION_TAGS if k in TASK_TAGS]
+        if not any(prompt.startswith(tag) for tag in tags) or not self.holds_fact(prompt):
             return reply
-        # One op only: the first memcell holding the fact. With the smart mask the fact message
-        # can open the next memcell too; that one stays intact (and the case is then dropped).
-        if self._fired_memcell is None:
-            self._fired_memcell = self._memcell
-        elif self._fired_memcell != self._memcell:
+        # One memcell only: the first that holds the fact (its three extraction calls share a call).
+        if self._memcell_events is None:
+            self._memcell_events = repr(self.current_call)
+        elif self._memcell_events != repr(self.current_call):
             return reply
         fenced = _FENCED.match(reply.strip())
         try:
             value = json.loads(fenced.group("body") if fenced else reply)
         except ValueError:
             return reply
-        degraded = json.dumps(_degrade_json(value, self.target.answer_tokens))
-        self.fired = True
-        self.note = "the episode/event log extracted for the fact's memcell lost the answer's words"
-        return f"```json\n{degraded}\n```" if fenced else degraded
+        changed = _map_strings(value, lambda s: self.corrupt(s) or s)
+        if changed == value:
+            return reply
+        if isinstance(changed, dict) and isinstance(changed.get("content"), str) and "title" in changed:
+            # the fake titles an episode with its first words: a title quoting the fact would keep
+            # an uncorrupted copy of it, so the title follows the corrupted content
+            changed["title"] = " ".join(changed["content"].split()[:12])
+        self.fire("memory_system.extract_memory",
+                  f"the episode and event log of the fact's memcell are corrupted ({self.spec.corruption})")
+        text = json.dumps(changed)
+        return f"```json\n{text}\n```" if fenced else text
 
-    def find_op(self, view: Any) -> str | None:
-        """Extraction: the ``memory_system.extract_memory`` op that read the fact (its prompt)."""
-        if self.kind != "extraction":
-            return None
-        for op_id, op in view.ops.items():
-            if op.op_name != "memory_system.extract_memory":
-                continue
-            for edge in view.op_edges.get(op_id, []):
-                source = view.nodes.get(edge.source)
-                if source is not None and source.category == "prompt" and self.target.carries(
-                        memory_text(source.value, unit=False)):
-                    return op_id
-        return None
-
-    # -- update / deletion ------------------------------------------------------------------
-    def _holding(self, layer: Any) -> list[int]:
-        docs = layer.manager.index.documents
-        return [i for i, d in enumerate(docs)
-                if self.target.carries(memory_text(json.dumps({k: d.get(k) for k in _CONTENT_KEYS})))]
-
-    def _edit(self, layer: Any, holding: list[int]) -> None:
-        from smartcomment import current_graph
-
-        graph = current_graph()
-        index = layer.manager.index
-        units = []
-        for i in holding:
-            name = f"memory-unit-{index.documents[i]['event_id']}"
-            units.append((i, name, graph.get_latest_variable(name).raw_value))
-        if self.kind == "deletion":
-            self.op_id = record_delete([(_Holder(n, raw), _holder_options(n)) for _, n, raw in units],
-                                       comment="Event memory units are deleted from the index.")
-            for i in sorted(holding, reverse=True):
-                event_id = index.documents[i]["event_id"]
-                del index.documents[i], index.corpus[i], index.vectors[i]
-                layer.manager.memcells = [m for m in layer.manager.memcells if m.event_id != event_id]
-            index._bm25 = None
-            self.note = f"{len(units)} event memory unit(s) holding the fact were deleted"
-        else:
-            self.op_id = self._record_update(layer, units)
-            self.note = f"{len(units)} event memory unit(s) holding the fact were rewritten without the answer's words"
-
-    def _record_update(self, layer: Any, units: list[tuple[int, str, str]]) -> str:
-        from membase.layers.evermemos.index import bm25_tokenize, doc_bm25_text, doc_vector_texts
-        from smartcomment import comment_mutation, comment_op_scope
-
-        index = layer.manager.index
-        with comment_op_scope(op_name="memory_system.update", category="update",
-                              comment="Event memory units are rewritten.") as op:
-            for i, name, raw in units:
-                holder = _Holder(name, raw)
-                doc = index.documents[i]
-                for key in _CONTENT_KEYS:
-                    doc[key] = _degrade_json(doc.get(key), self.target.answer_tokens)
-                with comment_mutation(target=holder, reuse_op=True, mutation_category="update",
-                                      mutation_comment="The unit's content is rewritten.",
-                                      **_holder_options(name)):
-                    stored = json.loads(raw)
-                    for key in _CONTENT_KEYS:
-                        if key in stored:
-                            stored[key] = doc.get(key)
-                    holder.text = json.dumps(stored, ensure_ascii=False, indent=4, sort_keys=True)
-                index.corpus[i] = bm25_tokenize(doc_bm25_text(doc))
-                texts = doc_vector_texts(doc)
-                index.vectors[i] = index.embedder.embed(texts) if texts else []
-            index._bm25 = None
-        return op.op_id
-
-    # -- retrieval ----------------------------------------------------------------------------
+    # -- retrieval --------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def around_retrieve(self, layer: Any, qa: Any, graph: Any) -> Iterator[None]:
-        t = self.target
-        if self.kind != "retrieval" or qa.id != t.qa.id:
+    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        if self.spec.error != "retrieval" or qa.id != self.target.qa.id:
             yield
             return
+        if self.spec.corruption == "final_drop":
+            with self._final_drop(layer):
+                yield
+            return
         index = layer.manager.index
-        hidden = {index.documents[i]["event_id"] for i in self._holding(layer)}
-        self.fired = bool(hidden)
+        hidden = self._holding_docs(index.documents)
+        if not hidden:
+            yield
+            return
+        pool = [d for d in index.documents if d["event_id"] not in hidden]
 
         def without(search: Any) -> Any:
             def run(query: str, n: int) -> list[Any]:
-                return [(d, s) for d, s in search(query, n + len(hidden)) if d["event_id"] not in hidden][:n]
+                hits = search(query, n + len(hidden))
+                if self.spec.corruption != "near_duplicate":
+                    return [(d, s) for d, s in hits if d["event_id"] not in hidden][:n]
+                seen = {d["event_id"] for d, _ in hits}
+                out = []
+                for doc, score in hits:
+                    if doc["event_id"] not in hidden:
+                        out.append((doc, score))
+                        continue
+                    free = [d for d in pool if d["event_id"] not in seen]
+                    twin = nearest(doc.get("episode") or "", free, key=lambda d: d.get("episode") or "")
+                    if twin is not None:
+                        seen.add(twin["event_id"])
+                        out.append((twin, score))
+                return out[:n]
             return run
 
         with patch_attr(index, "bm25_search", without(index.bm25_search)), \
                 patch_attr(index, "embedding_search", without(index.embedding_search)):
+            self.fire(("memory_system.agentic_round1_bundle", "memory_system.hybrid_retrieval",
+                       "memory_system.bm25_retrieval", "memory_system.embedding_retrieval"),
+                      "the searches of the question returned "
+                      + ("near-duplicate units in place of" if self.spec.corruption == "near_duplicate"
+                         else "their results without") + " the units that hold the fact")
             yield
-        self.note = "the retrieval hid the event memory units that hold the fact"
+
+    @contextlib.contextmanager
+    def _final_drop(self, layer: Any) -> Iterator[None]:
+        import membase.layers.evermemos.manager as manager_module
+
+        search = manager_module.agentic_search
+
+        def drop_at_final(index: Any, llm: Any, query: str, k: int, config: Any) -> Any:
+            run = search(index, llm, query, k, config)
+            if run.sufficient:
+                return run
+            held = self._holding_docs([d for d, _ in run.final])
+            if held:
+                kept = [(d, s) for d, s in run.combined if d["event_id"] not in held][:k]
+                run.final = kept
+                if run.final_reranked is not None:
+                    run.final_reranked = list(kept)
+                self.fire("memory_system.agentic_final_rerank",
+                          "the final selection dropped the units that hold the fact")
+            return run
+
+        with patch_attr(manager_module, "agentic_search", drop_at_final):
+            yield
