@@ -166,7 +166,8 @@ def attribute_case_evidence_flow(
         evidence_ids = _annotated_ids(case, query)
     choice = choose_evidence(view, query=query, question=question, answer=answer,
                              evidence_ids=None if evidence_ids is None else list(evidence_ids),
-                             pseudo=evidence_is_pseudo or evidence_ids is None, answer_threshold=answer_threshold)
+                             pseudo=evidence_is_pseudo or evidence_ids is None, answer_threshold=answer_threshold,
+                             golden=golden)
     for missing in choice.unresolved:
         trail.add("evidence", node_id=missing, note="not in the graph")
     if not choice.seeds:

@@ -27,6 +27,7 @@ messages that merely share the answer word are not.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,8 @@ __all__ = ["EvidenceChoice", "answer_statements", "choose_evidence"]
 _RESTATEMENT_SUPPORT = 0.6
 _CLOSE_SECOND = 0.9
 _RETRIEVED_BONUS = 0.05
+_OWN_WORDS_BONUS = 0.02
+_PHRASE_WEIGHT = 0.1
 
 
 @dataclass(kw_only=True)
@@ -89,16 +92,33 @@ def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) ->
         tokens = tokens | {speaker}
     weight = {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(question)}
     total = math.fsum(weight.values())
-    return math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
+    score = math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
+    # a question about someone is best answered by what that person said
+    return score + (_OWN_WORDS_BONUS if speaker and speaker in question else 0.0)
 
 
-def _rank(view: GraphView, nodes: Sequence[NodeRec], question: frozenset[str],
-          retrieved: Sequence[str] = ()) -> list[tuple[float, NodeRec]]:
-    """Best match to the question first; retrieved messages get a small head start, and ties go
-    to the better retrieval rank, then to conversation order."""
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _phrase_match(view: GraphView, node: NodeRec, golden: str, answer: frozenset[str], threshold: float) -> float:
+    """How closely a sentence of the message words the golden answer (all words, stop words too)."""
+    wanted = _words(golden)
+    if not wanted:
+        return 0.0
+    return max((len(wanted & _words(s.text)) / len(wanted | _words(s.text))
+                for s in answer_statements(view, node, answer, threshold)), default=0.0)
+
+
+def _rank(view: GraphView, nodes: Sequence[NodeRec], question: frozenset[str], retrieved: Sequence[str] = (),
+          phrase: dict[str, float] | None = None) -> list[tuple[float, NodeRec]]:
+    """Best match to the question first; retrieved messages get a small head start, a message that
+    words the answer the way the golden answer does a smaller one; remaining ties go to the better
+    retrieval rank, then to conversation order."""
     rank = {node_id: i for i, node_id in enumerate(retrieved)}
-    scored = [(_question_score(view, n, question) + (_RETRIEVED_BONUS if n.full_node_id in rank else 0.0), n)
-              for n in nodes]
+    phrase = phrase or {}
+    scored = [(_question_score(view, n, question) + (_RETRIEVED_BONUS if n.full_node_id in rank else 0.0)
+               + _PHRASE_WEIGHT * phrase.get(n.full_node_id, 0.0), n) for n in nodes]
     return sorted(scored, key=lambda item: (-item[0], rank.get(item[1].full_node_id, len(rank))))
 
 
@@ -111,6 +131,7 @@ def choose_evidence(
     evidence_ids: Sequence[str] | None,
     pseudo: bool,
     answer_threshold: float,
+    golden: str = "",
 ) -> EvidenceChoice:
     """Pick the seeds of the flow (see the module docstring)."""
     before = [m for m in view.messages if m.created_at <= query.created_at] or list(view.messages)
@@ -141,7 +162,8 @@ def choose_evidence(
         if given and not stating_given:
             notes.append("the retrieved evidence does not state the golden answer; the conversation's "
                          "messages that do were searched")
-        ranked = _rank(view, stating_all, question_tokens, retrieved)
+        phrase = {m.full_node_id: _phrase_match(view, m, golden, answer, answer_threshold) for m in stating_all}
+        ranked = _rank(view, stating_all, question_tokens, retrieved, phrase)
         best = ranked[0][1]
         source = "retrieved" if best.full_node_id in retrieved else "conversation"
         clear = len(ranked) == 1 or ranked[1][0] < _CLOSE_SECOND * ranked[0][0]

@@ -52,8 +52,10 @@ ANCHOR_KINDS = ("number", "month", "weekday", "season", "relative", "unit")
 _NEGATORS = frozenset("not never no nobody nothing none neither nor cannot".split())
 _INTERJECTION_NO = re.compile(r"(^|[.!?]\s*)no\s*[,.!]", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
-_LEAD_COLON = re.compile(r"^(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
+# A sentence ends at . ! ? before whitespace and a capital, a digit or an opening quote; items of
+# a quoted list ("a.", "b") end at their closing quote and comma.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'’”)\]]*,?\s+(?=[\"'(\[A-Z0-9])|(?<=[\"'])\s*,\s*(?=[\"'])")
+_LEAD_COLON = re.compile(r"^[\"'(\[]*(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
 _ATTRIBUTION_VERBS = frozenset({"said", "says", "say", "asked", "asks", "replied", "replies", "told", "tells",
                                 "wrote", "writes", "added", "adds", "mentioned", "mentions", "shared", "shares"})
 

@@ -14,11 +14,17 @@ evidence and its retrievable content (bookkeeping fields and raw message copies 
 says it. A new version that no longer says it is an update loss, a delete marker a deletion;
 another unit that takes the information over keeps it alive.
 
-* Never held by any unit: an ``ExtractionError`` at the op of the deepest drop on the way to
-  memory (the drop whose carrying source was created last among drops whose target leads to a
-  memory unit), i.e. the last op that had the information and did not pass it on.
+* Never held by any unit: an ``ExtractionError`` at the op where capture failed — the first
+  drop into a memory unit (a unit built from the evidence that does not hold it), else the
+  deepest drop on the way to memory (the drop whose carrying source was created last among
+  drops whose target leads to a memory unit): the last op that had the information and did not
+  pass it on.
 * Held, and no unit holds it when the question is asked: the op that last emptied the set — an
-  ``UpdateError`` (new version) or a ``DeletionError`` (delete marker).
+  ``UpdateError`` (a new version without it) or a ``DeletionError`` (a delete marker, an edge of a
+  deleting op from the unit, or a new version that is empty or says "deleted").
+
+Lineage decides whenever the graph records some path from the evidence to a memory unit; in a
+graph that records none, units are judged by their content alone.
 * Held at question time: the holders go on to the query-time step.
 """
 
@@ -104,25 +110,30 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
                 shown += 1
         else:
             drops.append(Drop(edge=edge, verdict=verdict))
-    _lifecycle(view, probe, edges, query, state, trail)
+    _lifecycle(view, probe, edges, query, state, trail, seed_ids)
     if not state.ever_captured:
-        state.extraction_drop = _deepest_drop(view, drops)
+        # A memory unit that descends from the evidence and should have taken it in, but did not,
+        # is where capture failed (the first such unit: later ones only met leftovers, e.g. a
+        # message that also opens the next segment); without one, the last op that had it.
+        into_units = [d for d in drops if is_memory_unit(view.nodes[d.edge.target])]
+        state.extraction_drop = into_units[0] if into_units else _deepest_drop(view, drops)
     return state
 
 
 def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: NodeRec, state: StoreState,
-               trail: Trail) -> None:
+               trail: Trail, seeds: set[str]) -> None:
     produced_by: dict[str, EdgeRec] = {}
     deletions: list[EdgeRec] = []
     for edge in edges:
         target, source = view.nodes[edge.target], view.nodes[edge.source]
         if is_memory_unit(target) and edge.target not in produced_by:
             produced_by[edge.target] = edge
-        if is_delete_marker(target) and is_memory_unit(source):
+        if is_memory_unit(source) and not is_memory_unit(target) and (
+                is_delete_marker(target) or "delet" in (view.op_name(edge.op_id) or "").lower()):
             deletions.append(edge)
-    # Units recorded without any lineage (no incoming edge) count by content only when the graph
-    # records no lineage from the evidence at all; otherwise lineage decides.
-    lineage_known = any(e.source in state.carriers for e in edges)
+    # Lineage decides whenever the graph records a path (of any content) from the evidence to
+    # some memory unit; a graph without such paths gets units judged by their content alone.
+    lineage_known = any(seed in view.memory_bound for seed in seeds)
     events: list[tuple[tuple[str, int, int], str, NodeRec, str | None]] = []
     for node in view.nodes.values():
         if not is_memory_unit(node):
@@ -130,7 +141,7 @@ def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: N
         edge = produced_by.get(node.full_node_id)
         if edge is not None:
             events.append(((edge.created_at, 0, edge.order), "version", node, edge.op_id))
-        elif not view.in_edges.get(node.full_node_id) and node.created_at <= query.created_at and not lineage_known:
+        elif not lineage_known and node.created_at <= query.created_at:
             events.append(((node.created_at, -1, node.order), "version", node, None))
     for edge in deletions:
         events.append(((edge.created_at, 0, edge.order), "delete", view.nodes[edge.source], edge.op_id))
@@ -147,6 +158,13 @@ def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: N
                           note=f"{name} deleted" + ("" if live else "; no unit holds it any more"))
                 if not live:
                     state.last_loss = Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None)
+            continue
+        if name in live and _is_tombstone(node):
+            del live[name]
+            trail.add("lifecycle", op_id=op_id, node=node, present=False,
+                      note=f"{name} emptied by a deletion" + ("" if live else "; no unit holds it any more"))
+            if not live:
+                state.last_loss = Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None)
             continue
         descends = node.full_node_id in state.carriers or not lineage_known
         verdict = probe.assess(node_text(node)) if descends else None
@@ -170,6 +188,14 @@ def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: N
                 state.last_loss = Loss(error_type="UpdateError", op_id=op_id, node=node, verdict=verdict)
     state.holders = live
     state.holder_verdicts = {name: verdicts[name] for name in live}
+
+
+_TOMBSTONES = frozenset({"", "deleted", "[deleted]", "<deleted>", "none", "null"})
+
+
+def _is_tombstone(node: NodeRec) -> bool:
+    """A unit version that marks its unit deleted (empty content or a deletion marker)."""
+    return " ".join(node_text(node).split()).lower().strip("\"'") in _TOMBSTONES
 
 
 def _deepest_drop(view: GraphView, drops: list[Drop]) -> Drop | None:

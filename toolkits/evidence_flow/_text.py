@@ -54,7 +54,8 @@ _STOP_WORDS = frozenset(
 _TOKEN_RE = re.compile(r"[0-9a-z]+")
 _MEM0_SUFFIX = "\nBelow is this message's metadata:"
 # Fields of a memory-unit JSON value that are bookkeeping, not memory content: raw copies of
-# the source messages would make every unit "carry" everything it was built from.
+# the source messages (original data, a foresight's quoted evidence) would make every unit
+# "carry" everything it was built from.
 _NON_CONTENT_KEYS = frozenset(
     {
         "id",
@@ -66,6 +67,7 @@ _NON_CONTENT_KEYS = frozenset(
         "user_id",
         "original_data",
         "raw_messages",
+        "evidence",
         "metadata",
         "score",
         "namespace",
@@ -177,17 +179,37 @@ def _flatten(value: Any, *, skip_keys: frozenset[str]) -> list[str]:
     return [str(value)]
 
 
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _structured(text: str) -> Any:
+    """A model reply that is JSON inside a code fence (or bare JSON) as data; else the text."""
+    match = _FENCE.match(text)
+    body = match.group("body") if match else text
+    stripped = body.strip()
+    if stripped[:1] in "{[":
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
+
+
 def memory_text(raw: str, *, unit: bool = True) -> str:
     """Return the content of a memory-unit (or, with ``unit=False``, any intermediate) value.
 
     For memory units, JSON objects contribute every string field except bookkeeping fields
     (ids, timestamps, raw copies of the source messages), because only the remaining fields
     are what retrieval hands to the answer model. Intermediates (buffers, memcells, prompts)
-    contribute all their fields: information flows *through* them.
+    contribute all their fields: information flows *through* them. A model reply holding JSON
+    (bare or in a code fence) is read as that JSON, one string field per line.
     """
     decoded = decode_value(raw)
     if isinstance(decoded, str):
-        return decoded
+        decoded = _structured(decoded)
+        if isinstance(decoded, str):
+            return decoded
+    # one field, one line: facts listed in one reply are separate statements
     return "\n".join(_flatten(decoded, skip_keys=_NON_CONTENT_KEYS if unit else frozenset()))
 
 
