@@ -207,25 +207,37 @@ def run_unguided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: P
 def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
+    from membase.utils.io import atomic_write_json
+
     construction = [dict(zip(["max_tokens", "num_overlap_msgs", "deferred"], values, strict=True))
                     for values in itertools.product(GRID["max_tokens"], GRID["num_overlap_msgs"], GRID["deferred"])]
-    points = []
+    # Points are checkpointed per construction config: a stopped grid resumes where it was.
+    partial_path = work / "grid_points.json"
+    saved = json.loads(partial_path.read_text(encoding="utf-8")) if partial_path.is_file() and not args.rerun else {}
+    if saved.get("grid") != GRID or saved.get("budget") != args.budget:
+        saved = {"grid": GRID, "budget": args.budget, "train": {}, "held_out": {}}
     for fields in tqdm(construction, desc="grid", unit="config", disable=not args.progress):
-        bundle = initial.with_updates(fields)
-        for k in GRID["top_k"]:
-            r = train_obj.evaluate(bundle.layer_fields(), k)
-            points.append({"params": {**fields, "top_k": k}, "train_micro": r.micro})
+        key = json.dumps(fields, sort_keys=True)
+        if key not in saved["train"]:
+            bundle = initial.with_updates(fields)
+            saved["train"][key] = [train_obj.evaluate(bundle.layer_fields(), k).micro for k in GRID["top_k"]]
+            atomic_write_json(partial_path, saved)
+    points = [{"params": {**json.loads(key), "top_k": k}, "train_micro": value}
+              for key, values in saved["train"].items() for k, value in zip(GRID["top_k"], values, strict=True)]
     best = max(points, key=lambda p: p["train_micro"])  # the first of equals, in grid order
     chosen = initial.with_updates(best["params"])
     row = {"evaluations": len(points), "train_micro": best["train_micro"], "held_out": _held_out(eval_obj, chosen),
            "params": _params(chosen), "searched": sorted(GRID), "grid": GRID}
     if args.grid_oracle:
-        scored = []
         for fields in tqdm(construction, desc="grid oracle", unit="config", disable=not args.progress):
-            bundle = initial.with_updates(fields)
-            for k in GRID["top_k"]:
-                r = eval_obj.evaluate(bundle.layer_fields(), k)
-                scored.append({"params": {**fields, "top_k": k}, "micro": r.micro, "macro": r.macro})
+            key = json.dumps(fields, sort_keys=True)
+            if key not in saved["held_out"]:
+                bundle = initial.with_updates(fields)
+                results = [eval_obj.evaluate(bundle.layer_fields(), k) for k in GRID["top_k"]]
+                saved["held_out"][key] = [[r.micro, r.macro] for r in results]
+                atomic_write_json(partial_path, saved)
+        scored = [{"params": {**json.loads(key), "top_k": k}, "micro": mm[0], "macro": mm[1]}
+                  for key, values in saved["held_out"].items() for k, mm in zip(GRID["top_k"], values, strict=True)]
         row["oracle"] = max(scored, key=lambda p: p["micro"])
     return row
 

@@ -105,9 +105,6 @@ class ParameterRoundStep:
     evaluations: int = field(default=0, init=False)
     """Objective evaluations (incumbents and trials) run by this step so far."""
 
-    def load_state(self, folder: Path) -> None:
-        """Nothing to restore: each round's study is in its own file."""
-
     def __call__(self, ctx: RoundContext) -> RoundOutput:
         bundle, s = ctx.bundle, self.settings
         layer_type = bundle.backend
@@ -120,7 +117,7 @@ class ParameterRoundStep:
         else:
             searched = [t.field for t in layer_parameter_targets(self.registry, layer_type)]
         summary["searched_parameters"] = searched
-        current = self._point(bundle, top_k)
+        current = self._point(bundle)
         incumbent = self._score(bundle)
         self.evaluations += 1
         summary["incumbent"] = {"params": current, **incumbent}
@@ -150,14 +147,15 @@ class ParameterRoundStep:
             num_failed_trials=sum(1 for t in trials if t["state"] == "FAIL"),
             objective_evaluations=1 + len(trials),
             accepted=accepted,
-            updated_fields=sorted(k for k, v in self._point(best_bundle, top_k).items() if current.get(k) != v),
-            next_params=self._point(best_bundle, top_k),
+            updated_fields=sorted(k for k, v in self._point(best_bundle).items() if current.get(k) != v),
+            next_params=self._point(best_bundle),
             metrics={METRIC: (summary["best_trial"]["value"] if accepted else incumbent["micro"])},
         )
         return RoundOutput(next_bundle=best_bundle, summary=summary)
 
     # -- scoring --------------------------------------------------------------------------------
-    def _point(self, bundle: MemoryConfigBundle, top_k: int) -> dict[str, Any]:
+    def _point(self, bundle: MemoryConfigBundle) -> dict[str, Any]:
+        """The current value of every parameter of the layer."""
         out = {}
         for target in layer_parameter_targets(self.registry, bundle.backend):
             out[target.field] = (bundle.top_k or self.settings.default_top_k) if target.field == "top_k" \

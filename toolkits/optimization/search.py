@@ -284,7 +284,10 @@ class ParameterSearch:
                   disable=not show_progress) as bar:
             # A trial interrupted during its evaluation is evaluated again with its stored parameters.
             for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                if len(finished) >= n_trials:
+                    break
                 self._evaluate(study, t.number, dict(t.params), objective, on_trial)
+                finished.append(t)
                 bar.update(1)
             while True:
                 done = sum(1 for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL))
