@@ -346,3 +346,41 @@ def test_gold_labels_are_never_read(toy, case_factory):
     labelled = case_factory(ids["query"], "Sweden", [msg], final_error_type="DeletionError", final_op_id=ids["qa"],
                             prediction_id="pred-nope@1", fault={"kind": "update/drop", "site": "x"})
     assert _attr(toy, plain) == _attr(toy, labelled)
+
+
+def test_a_unit_emptied_by_an_update_is_a_deletion(toy, case_factory):
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
+    del_op, _ = _update_unit(toy, unit, "1", "")
+    ids = toy.ask("q1", "Where did Caroline move from?", [])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("DeletionError", del_op)
+
+
+def test_without_recorded_lineage_units_are_judged_by_content(toy, case_factory):
+    """A layer that records its units without edges from the messages: content alone decides."""
+    msg = toy.message("U1:D1:1", "I moved here from Sweden.")
+    held = toy.node("memory-unit-1", {"id": "1", "memory": "Caroline moved here from Sweden"}, category="memory_entry")
+    other = toy.node("memory-unit-2", {"id": "2", "memory": "Caroline likes tea"}, category="memory_entry")
+    ids = toy.ask("q1", "Where did Caroline move from?", [other])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert _verdict(result) == ("RetrievalError", ids["search"])
+    assert held in json.dumps(result["trail"])
+
+
+def test_a_message_no_op_reads_blames_the_next_construction_op(toy, case_factory):
+    unit = toy.node("memory-unit", "", category="memory_entry")
+    skipped = toy.message("U1:D1:1", "I moved here from Sweden.")  # the layer never took it in
+    msg = toy.message("U1:D1:2", "Nice weather today.")
+    op = toy.op("memory_system.memory_update", "update")
+    new = toy.node("memory-unit", "Nice weather today.", category="memory_entry")
+    toy.link(op, [unit, msg], [new], "update")
+    ids = toy.ask("q1", "Where did Caroline move from?", [new])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [skipped]))) == ("ExtractionError", op)
+
+
+def test_a_speaker_named_after_a_timestamp_still_owns_the_next_sentences(toy, case_factory):
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "Hey! I moved here from Sweden.", ["Caroline moved here from Sweden"])
+    toy.message("U1:D1:2", "Cool!", "Melanie")
+    add_op, unit = _add_unit(toy, facts, "1", "[2023-05-08 13:56] Melanie: Hey! I moved here from Sweden.")
+    ids = toy.ask("q1", "Where did Caroline move from?", [unit])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("ExtractionError", add_op)

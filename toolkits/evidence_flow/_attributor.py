@@ -234,6 +234,11 @@ def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec
             reason = (f"No memory unit ever held the critical information ({what}); op {consumer.op_id} "
                       f"({view.op_name(consumer.op_id)}) read the evidence without passing it on.")
             return "ExtractionError", consumer.op_id, reason, 0.6
+        if state.next_op is not None:
+            reason = (f"No memory unit ever held the critical information ({what}) and no op read the evidence "
+                      f"message: op {state.next_op} ({view.op_name(state.next_op)}), the first construction op "
+                      "after it, should have taken it in.")
+            return "ExtractionError", state.next_op, reason, 0.5
         return ("ExtractionError", None, "No memory unit ever held the critical information and no construction "
                 "op read the evidence messages.", 0.0)
 

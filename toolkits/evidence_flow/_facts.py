@@ -56,6 +56,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+")
 # a quoted list ("a.", "b") end at their closing quote and comma.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'’”)\]]*,?\s+(?=[\"'(\[A-Z0-9])|(?<=[\"'])\s*,\s*(?=[\"'])")
 _LEAD_COLON = re.compile(r"^[\"'(\[]*(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
+_NAME_COLON = re.compile(r"(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
+_LEAD_WINDOW = 48
 _ATTRIBUTION_VERBS = frozenset({"said", "says", "say", "asked", "asks", "replied", "replies", "told", "tells",
                                 "wrote", "writes", "added", "adds", "mentioned", "mentions", "shared", "shares"})
 
@@ -113,10 +115,14 @@ def _words(text: str) -> list[str]:
 
 
 def _lead_speaker(sentence: str, words: list[str], names: frozenset[str]) -> str | None:
-    """The person a sentence opens with as its speaker (``Speaker X``, ``X said``, ``X:``)."""
+    """The person a sentence opens with as its speaker (``Speaker X``, ``X said``, ``X:``, also
+    after a short prefix such as a timestamp: ``[10:02] X: ...``)."""
     colon = _LEAD_COLON.match(sentence)
     if colon and colon.group("name").lower() in names:
         return colon.group("name").lower()
+    for match in _NAME_COLON.finditer(sentence, 0, _LEAD_WINDOW):
+        if match.group("name").lower() in names:
+            return match.group("name").lower()
     lowered = [w.lower() for w in words[:6]]
     for i, word in enumerate(lowered[:4]):
         if word not in names:

@@ -82,6 +82,8 @@ class StoreState:
     extraction_drop: Drop | None = None
     first_consumer: EdgeRec | None = None
     """The first construction edge that reads a seed (blamed when nothing was dropped)."""
+    next_op: str | None = None
+    """When no op reads a seed: the first construction op recorded after it (the one that should have)."""
     best_unit_score: float = 0.0
     """Best score of a unit version that descends from the evidence but does not hold it."""
 
@@ -110,6 +112,13 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
                 shown += 1
         else:
             drops.append(Drop(edge=edge, verdict=verdict))
+    if state.first_consumer is None and seeds:
+        first_seed = min(seeds, key=lambda n: (n.created_at, n.order))
+        later = sorted((op for op in view.ops.values()
+                        if not view.is_query_time_op(op.op_id) and op.created_at >= first_seed.created_at
+                        and op.created_at <= query.created_at and view.op_edges.get(op.op_id)),
+                       key=lambda op: op.created_at)
+        state.next_op = later[0].op_id if later else None
     _lifecycle(view, probe, edges, query, state, trail, seed_ids)
     if not state.ever_captured:
         # A memory unit that descends from the evidence and should have taken it in, but did not,
