@@ -64,7 +64,10 @@ class EvidenceChoice:
 
 def node_statements(view: GraphView, node: NodeRec) -> list[Statement]:
     """The statements of a message (its speaker is the context for sentences that name nobody)."""
-    return statements(message_text(node.value), view.speakers, message_speaker(node))
+    key = ("statements", node.full_node_id)
+    if key not in view.memo:
+        view.memo[key] = statements(message_text(node.value), view.speakers, message_speaker(node))
+    return view.memo[key]
 
 
 def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], threshold: float) -> list[Statement]:
@@ -72,6 +75,9 @@ def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], th
     of adjacent sentences that do (an answer told over several sentences)."""
     if not answer:
         return []
+    tokens = view.message_tokens.get(node.full_node_id)
+    if tokens is not None and token_recall(answer, tokens) < threshold:
+        return []  # the whole message does not hold it, so no part of it does
     found = node_statements(view, node)
     for size in range(1, len(found) + 1):
         runs = [merge_statements(found[i:i + size]) for i in range(len(found) - size + 1)]

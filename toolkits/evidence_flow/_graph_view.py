@@ -142,6 +142,8 @@ class GraphView:
                 lst.sort(key=lambda e: (e.created_at, e.order))
         for lst in self.versions.values():
             lst.sort(key=lambda n: (n.version, n.order))
+        self.memo: dict[Any, Any] = {}
+        """Per-graph results the attributor computes once and reuses across cases."""
 
     @classmethod
     def build(cls, graph: Any) -> GraphView:
@@ -203,13 +205,18 @@ class GraphView:
         return frozenset(names)
 
     @cached_property
-    def document_frequency(self) -> dict[str, int]:
-        """In how many messages each content token occurs (for rarity weights)."""
+    def message_tokens(self) -> dict[str, frozenset[str]]:
+        """Content tokens of each message (what it says, without Mem0's metadata suffix)."""
         from ._text import content_tokens, message_text
 
+        return {node.full_node_id: content_tokens(message_text(node.value)) for node in self.messages}
+
+    @cached_property
+    def document_frequency(self) -> dict[str, int]:
+        """In how many messages each content token occurs (for rarity weights)."""
         counts: dict[str, int] = defaultdict(int)
-        for node in self.messages:
-            for token in content_tokens(message_text(node.value)):
+        for tokens in self.message_tokens.values():
+            for token in tokens:
                 counts[token] += 1
         return dict(counts)
 

@@ -132,9 +132,11 @@ class _Containment:
         self.holder_ids = {n.full_node_id for n in holders.values()}
         self.holder_names = set(holders)
         self.holder_unit_ids = {uid for n in holders.values() if (uid := _unit_id(n))}
-        all_ids = {uid for n in view.nodes.values() if is_memory_unit(n) and (uid := _unit_id(n))}
-        self._any_id = re.compile("|".join(re.escape(u) for u in sorted(all_ids, key=len, reverse=True))) if all_ids \
-            else None
+        if "unit_id_pattern" not in view.memo:  # one pattern per graph, shared by its cases
+            all_ids = {uid for n in view.nodes.values() if is_memory_unit(n) and (uid := _unit_id(n))}
+            view.memo["unit_id_pattern"] = (
+                re.compile("|".join(re.escape(u) for u in sorted(all_ids, key=len, reverse=True))) if all_ids else None)
+        self._any_id = view.memo["unit_id_pattern"]
         self._cache: dict[str, tuple[bool, bool]] = {}
 
     def check(self, node: NodeRec) -> tuple[bool, bool]:
