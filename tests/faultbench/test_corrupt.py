@@ -99,3 +99,11 @@ def test_degrade_and_unknown_kinds():
     assert set(CORRUPTIONS) == set(EXPECTED) | {"swap_person"}
     with pytest.raises(ValueError, match="unknown corruption"):
         Corruptor(kind="bogus", target=_target(), seed=0).rewrite(FACT)
+
+
+def test_a_swapped_place_is_never_a_pronoun_or_a_possessive():
+    sentence = "Recently, I've been to Jon's shop in Boston."
+    target = _target(answer="Boston", sentence=sentence, question="Where is the shop?")
+    for seed in range(20):
+        out = Corruptor(kind="swap_place", target=target, seed=seed).rewrite(sentence)
+        assert out is not None and "I've" in out and "Jon's" in out and "Boston" not in out

@@ -150,7 +150,7 @@ def choose_evidence(
     if evidence_ids is not None and not pseudo and given:
         stating = [m for m in given if answer_statements(view, m, answer, answer_threshold)]
         if stating:
-            return _answer_choice(view, stating, "annotated", 1.0, spread, answer, answer_threshold, notes,
+            return _answer_choice(view, stating, question_tokens, "annotated", 1.0, spread, answer, answer_threshold, notes,
                                   unresolved, restate_from=stating_all)
         facts = [s for m in given for s in node_statements(view, m)]
         return EvidenceChoice(mode="evidence", seeds=given, facts=_closest(facts, question_tokens), source="annotated",
@@ -174,7 +174,7 @@ def choose_evidence(
         source = "retrieved" if best.full_node_id in retrieved else "conversation"
         clear = len(ranked) == 1 or ranked[1][0] < _CLOSE_SECOND * ranked[0][0]
         confidence = (0.9 if clear else 0.7) if source == "retrieved" else (0.8 if clear else 0.6)
-        return _answer_choice(view, [best], source, confidence, spread, answer, answer_threshold, notes,
+        return _answer_choice(view, [best], question_tokens, source, confidence, spread, answer, answer_threshold, notes,
                               unresolved, restate_from=stating_all)
     if given:
         ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
@@ -214,6 +214,7 @@ def _closest(facts: list[Statement], question: frozenset[str]) -> list[Statement
 def _answer_choice(
     view: GraphView,
     seeds: list[NodeRec],
+    question: frozenset[str],
     source: str,
     confidence: float,
     spread: int,
@@ -224,7 +225,8 @@ def _answer_choice(
     *,
     restate_from: Sequence[NodeRec],
 ) -> EvidenceChoice:
-    facts = [s for m in seeds for s in answer_statements(view, m, answer, threshold)]
+    facts = _about_the_question([s for m in seeds for s in answer_statements(view, m, answer, threshold)],
+                                question, view.speakers)
     seed_ids = {m.full_node_id for m in seeds}
     for other in restate_from:
         if other.full_node_id in seed_ids:
@@ -236,6 +238,15 @@ def _answer_choice(
             notes.append(f"{other.full_node_id} restates the fact")
     return EvidenceChoice(mode="answer", seeds=seeds, facts=facts, source=source, confidence=confidence,
                           answer_spread=spread, notes=notes, unresolved=unresolved)
+
+
+def _about_the_question(facts: list[Statement], question: frozenset[str], names: frozenset[str]) -> list[Statement]:
+    """Of several statements that hold the answer, the ones that share the most with the question
+    (a message may name the answer twice, only once in the sense the question asks)."""
+    if len(facts) < 2:
+        return facts
+    overlap = [len((f.tokens - names) & question) for f in facts]
+    return [f for f, n in zip(facts, overlap, strict=True) if n == max(overlap)]
 
 
 def _restates(fact: Statement, other: Statement, answer: frozenset[str], names: frozenset[str]) -> bool:

@@ -139,6 +139,8 @@ def _swap_place(sentence: str, answer: frozenset[str], names: frozenset[str], kn
         lowered = word.lower()
         if i == 0 or not word[0].isupper() or len(word) < 3 or lowered in names or lowered in calendar:
             continue
+        if "'" in word or "’" in word or lowered in ("i", "i'm", "i've", "i'll", "i'd"):
+            continue  # "I've", "Jon's": not a place
         if sentence[max(0, match.start() - 2): match.start()].strip() in (".", "!", "?", ":"):
             continue
         if places:

@@ -1,7 +1,7 @@
 """Faults of the EverMemOS layer (its pipeline driven by the deterministic fake model).
 
-* ``extraction`` at ``episode`` — the episode, event-log and foresight replies for the memcell
-  that holds the fact are corrupted (``memory_system.extract_memory``); ``lose`` at
+* ``extraction`` at ``episode`` — the episode, event-log and foresight replies for the memcells
+  that hold the fact are corrupted (the first one's ``memory_system.extract_memory`` is the label); ``lose`` at
   ``boundary`` — the memcell closed by the boundary decision leaves the fact message out
   (``evermemos.boundary_detection``); ``lose`` at ``memcell`` — the memcell is complete but the
   memory unit made from it leaves the fact message out (``memory_system.finalize_memory_unit``).
@@ -43,8 +43,6 @@ def _map_strings(value: Any, fn: Any) -> Any:
 
 class EverMemOSFault(Fault):
     """Faults of EverMemOS."""
-
-    _memcell_events: str | None = None
 
     @staticmethod
     def make_layer(user_id: str, save_dir: str, faults: list[Fault]) -> Any:
@@ -113,11 +111,8 @@ class EverMemOSFault(Fault):
         tags = [TASK_TAGS[k] for k in _EXTRACTION_TAGS if k in TASK_TAGS]
         if not any(prompt.startswith(tag) for tag in tags) or not self.holds_fact(prompt):
             return reply
-        # One memcell only: the first that holds the fact (its three extraction calls share a call).
-        if self._memcell_events is None:
-            self._memcell_events = repr(self.current_call)
-        elif self._memcell_events != repr(self.current_call):
-            return reply
+        # Every memcell that holds the fact (with the smart mask a message can open the next
+        # memcell too) is corrupted; the label is the first one's extraction (``fire`` keeps it).
         fenced = _FENCED.match(reply.strip())
         try:
             value = json.loads(fenced.group("body") if fenced else reply)

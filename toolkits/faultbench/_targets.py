@@ -54,9 +54,13 @@ class Target:
         return bool(self.speaker) and re.search(rf"\b{re.escape(self.speaker)}\b", self.qa.question) is not None
 
 
-def _stating(text: str, answer: frozenset[str]) -> list[str]:
+def _stating(text: str, answer: frozenset[str], question: frozenset[str] = frozenset()) -> list[str]:
+    """Sentences of ``text`` that state the answer; of several, those closest to the question."""
     sentences = message_sentences(text)
     hits = [s for s in sentences if token_recall(answer, content_tokens(s)) >= DEFAULT_ANSWER_THRESHOLD]
+    if len(hits) > 1 and question:
+        overlap = [len(content_tokens(s) & question) for s in hits]
+        hits = [s for s, n in zip(hits, overlap, strict=True) if n == max(overlap)]
     if hits:
         return hits
     if token_recall(answer, content_tokens(text)) >= DEFAULT_ANSWER_THRESHOLD:
@@ -69,6 +73,7 @@ def find_targets(trajectory: Any, qas: Sequence[Any]) -> list[Target]:
     messages = [m for s in trajectory.sessions for m in s.messages]
     index = {m.id: i for i, m in enumerate(messages)}
     speakers = list(dict.fromkeys(m.name for m in messages if m.name))
+    names = frozenset(content_tokens(" ".join(speakers)))
     question_counts: dict[str, int] = {}
     for qa in qas:
         question_counts[qa.question.strip().lower()] = question_counts.get(qa.question.strip().lower(), 0) + 1
@@ -83,7 +88,7 @@ def find_targets(trajectory: Any, qas: Sequence[Any]) -> list[Target]:
         if not answer:
             continue
         fact = messages[index[evidence[0]]]
-        sentences = _stating(fact.content, answer)
+        sentences = _stating(fact.content, answer, content_tokens(qa.question) - names)
         if not sentences:
             continue
         spread = sum(1 for m in messages if _stating(m.content, answer))
