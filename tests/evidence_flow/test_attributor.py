@@ -384,3 +384,31 @@ def test_a_speaker_named_after_a_timestamp_still_owns_the_next_sentences(toy, ca
     add_op, unit = _add_unit(toy, facts, "1", "[2023-05-08 13:56] Melanie: Hey! I moved here from Sweden.")
     ids = toy.ask("q1", "Where did Caroline move from?", [unit])
     assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("ExtractionError", add_op)
+
+
+def test_naming_the_listener_does_not_hide_a_swapped_speaker(toy, case_factory):
+    line = "Speaker {a} (role: user) says: Thanks, {b}! My grandma's necklace is from Sweden."
+    msg = toy.message("U1:D1:1", line.format(a="Caroline", b="Melanie"))
+    toy.message("U1:D1:2", "Speaker Melanie (role: user) says: Lovely!", "Melanie")
+    op = toy.op("memory_system.add", "update")
+    unit = toy.node("memory-unit-1", {"id": "1", "content": line.format(a="Melanie", b="Caroline")},
+                    category="memory_entry")
+    toy.edge(op, msg, unit, "update")
+    ids = toy.ask("q1", "Where is Caroline's grandma's necklace from?", [unit])
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert _verdict(result) == ("ExtractionError", op)
+
+
+def test_an_extraction_op_that_writes_the_content_without_it_is_an_extraction_error(toy, case_factory):
+    """A unit's first version only previews its raw segment; the extraction that fills it drops the fact."""
+    msg = toy.message("U1:D1:1", "I love listening to Nils Frahm during yoga.")
+    init = toy.op("memory_system.finalize_memory_unit", "initialization")
+    v1 = toy.node("memory-unit-e1", {"event_id": "e1", "episode": None, "subject": "I love listening to Nils Frahm"},
+                  category="memory_entry")
+    toy.edge(init, msg, v1, "initialization")
+    extract = toy.op("memory_system.extract_memory", "extraction")
+    v2 = toy.node("memory-unit-e1", {"event_id": "e1", "episode": "Caroline likes yoga music.", "subject": "Yoga"},
+                  category="memory_entry")
+    toy.edge(extract, v1, v2, "mutation")
+    ids = toy.ask("q1", "Which musician does Caroline listen to during yoga?", [v2])
+    assert _verdict(_attr(toy, case_factory(ids["query"], "Nils Frahm", [msg]))) == ("ExtractionError", extract)

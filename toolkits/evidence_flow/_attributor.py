@@ -253,6 +253,11 @@ def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec
                   "last step after which no memory unit holds it, so it was missing from the store when the "
                   "question was asked.")
         clarity = 0.5 + 0.5 * _margin(loss.verdict.score if loss.verdict is not None else None)
+        if loss.error_type == "UpdateError" and view.op_category(loss.op_id or "") == "extraction":
+            # an extraction op that wrote the unit's content without it (over a first version that
+            # only held a raw copy or a boundary summary) failed to capture it
+            reason += " The op is an extraction op: the information was never captured into the unit's content."
+            return "ExtractionError", loss.op_id, reason, clarity
         return loss.error_type, loss.op_id, reason, clarity
 
     holders = sorted(n.full_node_id for n in state.holders.values())

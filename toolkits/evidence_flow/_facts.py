@@ -108,6 +108,8 @@ class Statement:
     """For a run of adjacent sentences, the sentences."""
     opens_turn: bool = False
     """The sentence names its speaker at its start (``X said:``): another speaker's turn begins."""
+    speaker: str | None = None
+    """Who says it: named at its start, carried over from an earlier sentence, or given."""
 
 
 def _words(text: str) -> list[str]:
@@ -161,7 +163,8 @@ def _statement(text: str, names: frozenset[str], speaker: str | None) -> tuple[S
         persons.add(speaker)
     tokens = content_tokens(text)
     statement = Statement(text=text, tokens=tokens, persons=frozenset(persons), negated=is_negated(text),
-                          anchors=anchors_of(tokens), proper=_proper_nouns(text, names), opens_turn=lead is not None)
+                          anchors=anchors_of(tokens), proper=_proper_nouns(text, names), opens_turn=lead is not None,
+                          speaker=speaker)
     return statement, speaker
 
 
@@ -195,7 +198,7 @@ def merge_statements(parts: list[Statement]) -> Statement:
     return Statement(text=" ".join(p.text for p in parts), tokens=frozenset().union(*(p.tokens for p in parts)),
                      persons=frozenset().union(*(p.persons for p in parts)), negated=any(p.negated for p in parts),
                      anchors=anchors, proper=frozenset().union(*(p.proper for p in parts)), parts=tuple(parts),
-                     opens_turn=parts[0].opens_turn)
+                     opens_turn=parts[0].opens_turn, speaker=parts[-1].speaker)
 
 
 def pair_statements(a: Statement, b: Statement) -> Statement:

@@ -161,14 +161,19 @@ class FactProbe:
     def conflict(self, fact: Statement, segment: Statement) -> str | None:
         """Why the segment contradicts the fact (None when it does not).
 
-        People are compared over the whole of both (attribution carries across sentences);
-        polarity and the replaced anchors or names are read in the sentence of each that holds
-        the most of the answer, so a negation elsewhere in a run of sentences does not count.
+        People are compared over the whole of both (attribution carries across sentences), and
+        the sentence that states the answer must not be said by someone else who does not name
+        the fact's speaker; polarity and the replaced anchors or names are read in the sentence of
+        each that holds the most of the answer, so a negation elsewhere in a run does not count.
         """
-        if segment.persons and fact.persons and not segment.persons & fact.persons:
-            return "person"
         fact_ref = _conflict_reference(fact, self.answer_tokens)
         seg_ref = _conflict_reference(segment, self.answer_tokens)
+        if segment.persons and fact.persons and not segment.persons & fact.persons:
+            return "person"
+        # said by someone else, who does not even name the fact's speaker ("Melanie: ... Sweden")
+        if (seg_ref.speaker and fact_ref.speaker and seg_ref.speaker != fact_ref.speaker
+                and fact_ref.speaker not in seg_ref.persons - {seg_ref.speaker}):
+            return "person"
         if seg_ref.negated != fact_ref.negated:
             return "negation"
         fact_anchors = dict(fact.anchors)

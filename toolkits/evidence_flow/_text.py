@@ -214,8 +214,14 @@ def memory_text(raw: str, *, unit: bool = True) -> str:
         decoded = _structured(decoded)
         if isinstance(decoded, str):
             return decoded
+    skip = frozenset()
+    if unit:
+        skip = _NON_CONTENT_KEYS
+        if isinstance(decoded, dict) and "episode" in decoded:
+            # an episode's summary is a preview of it (or, before extraction, of the raw segment)
+            skip = skip | {"summary"}
     # one field, one line: facts listed in one reply are separate statements
-    return "\n".join(_flatten(decoded, skip_keys=_NON_CONTENT_KEYS if unit else frozenset()))
+    return "\n".join(_flatten(decoded, skip_keys=skip))
 
 
 def message_text(raw: str) -> str:
