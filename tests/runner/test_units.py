@@ -448,3 +448,218 @@ def test_build_output_defaults_and_length_check(bench_dir):
     assert partial["complete"] is False and partial["metrics"]["confidence_intervals_95"]["joint_accuracy"] is None
     with pytest.raises(ValueError):
         run_error_attribution.build_output(args, cases, Namespace(results=results[:-1], costs=RunCosts()))
+
+
+def test_reference_flags_keep_their_names_and_defaults():
+    """spec-attribution §6.1: the reference's flags and defaults, then ours."""
+    args = run_error_attribution.build_parser().parse_args(["data", "mem0", "--output-path", "o.json"])
+    reference = {
+        "dataset_dir": "data", "split": "mem0", "output_path": "o.json", "sample_size": None, "seed": 42,
+        "batch_size": 4, "provide_starting_nodes": True, "starting_nodes_type": "pseudo_source_evidence",
+        "use_system_prior": False, "exploration_strategy": "graph_search", "model_name": "gpt-4.1-mini",
+        "temperature": 1.0, "stream": True, "max_trace_nodes": 16, "max_iters": 200, "context_window": 272000,
+        "max_context_limit": 1000000, "keep_recent": 3, "full_log_token_limit": 600000,
+        "embedding_base_url": None, "embedding_api_key": None, "embedding_batch_size": 16, "retrieval_type": "hybrid",
+        "starting_point_query_type": "query_with_golden_answer", "num_starting_points": None,
+        "candidate_multiplier": 2, "studio_url": None, "project": "memtrace", "api_config_path": None,
+        "cache_dir": None,
+    }
+    ours = {
+        "custom_prior": None, "max_tokens": None, "llama_cpp_compat": False, "retrieval_algorithm": "ours",
+        "embedding_provider": "auto", "embedding_model_name": None, "embedding_dimensions": None,
+        "embedding_cache_dir": None, "obs_identities": False, "resume": True, "max_retries": 3, "retry_backoff": 2.0,
+        "case_timeout": None, "evidence_flow_seed": False, "bootstrap_samples": 1000, "progress": True,
+    }
+    assert vars(args) == {**reference, **ours}
+    flipped = run_error_attribution.build_parser().parse_args(
+        ["data", "--output-path", "o.json", "--no-provide-starting-nodes", "--no-stream", "--use-system-prior",
+         "--obs-identities", "--no-resume", "--llama-cpp-compat", "--no-progress", "--evidence-flow-seed"])
+    assert flipped.split is None and not flipped.provide_starting_nodes and not flipped.stream
+    assert flipped.use_system_prior and flipped.obs_identities and not flipped.resume and flipped.llama_cpp_compat
+    assert not flipped.progress and flipped.evidence_flow_seed
+
+
+def test_config_carries_every_flag(tmp_path):
+    args = run_error_attribution.build_parser().parse_args([
+        "d", "rag", "--output-path", "o.json", "--model-name", "m", "--temperature", "0.5", "--no-stream",
+        "--studio-url", "http://s", "--project", "p", "--api-config-path", "a.json", "--exploration-strategy",
+        "long_context", "--context-window", "11", "--max-context-limit", "12", "--full-log-token-limit", "13",
+        "--keep-recent", "0", "--max-trace-nodes", "5", "--max-iters", "6", "--max-tokens", "7", "--llama-cpp-compat",
+        "--embedding-provider", "hashing", "--embedding-model-name", "e", "--embedding-dimensions", "8",
+        "--embedding-base-url", "http://e", "--embedding-api-key", "ek-0123456789", "--embedding-batch-size", "9",
+        "--embedding-cache-dir", "ec", "--retrieval-type", "dense", "--retrieval-algorithm", "reference",
+        "--starting-point-query-type", "query_only", "--num-starting-points", "2", "--candidate-multiplier", "3",
+        "--cache-dir", str(tmp_path), "--max-retries", "1", "--retry-backoff", "0.5", "--case-timeout", "4.5",
+        "--evidence-flow-seed", "--obs-identities"])
+    cfg = run_error_attribution._config(args)
+    expected = {
+        "model": "m", "temperature": 0.5, "stream": False, "studio_url": "http://s", "project": "p",
+        "api_config_path": "a.json", "exploration_strategy": "long_context", "context_window": 11,
+        "max_context_limit": 12, "full_log_token_limit": 13, "keep_recent": 0, "max_trace_nodes": 5, "max_iters": 6,
+        "max_tokens": 7, "llama_cpp_compat": True, "embedding_provider": "hashing", "embedding_model_name": "e",
+        "embedding_dimensions": 8, "embedding_base_url": "http://e", "embedding_batch_size": 9,
+        "embedding_cache_dir": "ec", "retrieval_type": "dense", "retrieval_algorithm": "reference",
+        "starting_point_query_type": "query_only", "num_starting_points": 2, "candidate_multiplier": 3,
+        "cache_dir": str(tmp_path), "max_retries": 1, "retry_backoff_s": 0.5, "case_timeout_s": 4.5,
+        "evidence_flow_seed": True, "obs_identities": True,
+    }
+    assert {k: getattr(cfg, k) for k in expected} == expected
+    assert cfg.embedding_api_key.get_secret_value() == "ek-0123456789"
+
+
+# -- cache identity: every setting that changes an answer changes the key; nothing else does -----------
+
+IDENTITY_CHANGES = {
+    "model": "other-model", "temperature": 0.2, "exploration_strategy": "long_context", "context_window": 1000,
+    "max_context_limit": 2000, "keep_recent": 1, "max_trace_nodes": 4, "full_log_token_limit": 900,
+    "max_iters": 9, "max_tokens": 50, "llama_cpp_compat": True, "embedding_provider": "hashing",
+    "embedding_model_name": "emb", "embedding_dimensions": 32, "embedding_base_url": "http://e:1/v1",
+    "retrieval_type": "sparse", "retrieval_algorithm": "reference", "starting_point_query_type": "query_only",
+    "num_starting_points": 3, "candidate_multiplier": 4, "evidence_flow_seed": True, "obs_identities": True,
+}
+KW = {"use_source_evidence_nodes": True, "use_pseudo_source_evidence": False, "memory_system": None,
+      "custom_prior_knowledge": None}
+
+
+def test_identity_lists_exactly_the_answer_changing_settings():
+    cfg = MemTraceConfig(api_keys=["sk-abcdefghijklmnop"], base_urls=["http://h/v1"], embedding_api_key="ek-0123456789")
+    identity = cfg.identity()
+    assert set(identity) == set(IDENTITY_CHANGES)
+    assert identity == {k: getattr(cfg, k) for k in IDENTITY_CHANGES}
+    assert "sk-abcdefghijklmnop" not in json.dumps(identity, default=str) and "ek-0123" not in json.dumps(identity, default=str)
+
+
+@pytest.mark.parametrize("field", sorted(IDENTITY_CHANGES))
+def test_each_identity_setting_changes_the_cache_key(bench_graph, field):
+    case = Case("query:locomo-qa-1-2@1")
+    base = MemTraceRunner(MemTraceConfig()).case_key(bench_graph, case, **KW)
+    changed = MemTraceRunner(MemTraceConfig(**{field: IDENTITY_CHANGES[field]})).case_key(bench_graph, case, **KW)
+    assert changed != base
+
+
+def test_case_fields_and_run_arguments_change_the_key_but_metadata_and_secrets_do_not(bench_graph):
+    runner = MemTraceRunner(MemTraceConfig())
+    case = Case("query:locomo-qa-1-2@1", source_evidence_full_node_ids=["U1:D2:2@1"])
+    base = runner.case_key(bench_graph, case, **KW)
+    from dataclasses import replace
+
+    for change in ({"query_full_node_id": "query:locomo-qa-1-1@1"}, {"query": "q?"}, {"golden_answer": "Norway"},
+                   {"prediction": "Sweden"}, {"source_evidence_full_node_ids": []}, {"judge_response": "WRONG"}):
+        assert runner.case_key(bench_graph, replace(case, **change), **KW) != base, change
+    assert runner.case_key(bench_graph, replace(case, metadata={"annotation": {"final_op_id": "x"}}), **KW) == base
+    for change in ({"use_source_evidence_nodes": False}, {"use_pseudo_source_evidence": True},
+                   {"memory_system": "mem0"}, {"custom_prior_knowledge": "prior"}):
+        assert runner.case_key(bench_graph, case, **{**KW, **change}) != base, change
+    keyed = MemTraceRunner(MemTraceConfig(api_keys=["sk-abcdefghijklmnop"], base_urls=["http://h/v1"],
+                                          cache_dir="c", max_retries=9, case_timeout_s=3, project="x"))
+    assert keyed.case_key(bench_graph, case, **KW) == base  # credentials, cache place, retries: same answer
+    identifier = runner.cache_identifier(bench_graph, case, **KW)
+    assert identifier["cache_format_version"] == runner_module.CACHE_FORMAT_VERSION
+    assert identifier["case"] == {"query_full_node_id": case.query_full_node_id, "query": case.query,
+                                  "golden_answer": case.golden_answer, "prediction": case.prediction,
+                                  "source_evidence_full_node_ids": ["U1:D2:2@1"], "judge_response": None}
+    assert identifier["arun_args"] == KW and identifier["graph"] == runner.graph_digest(bench_graph)
+    assert len(runner.case_key(bench_graph, case, **KW)) == 64
+
+
+def test_pseudo_evidence_keys_use_the_effective_retrieval_type(bench_graph, monkeypatch):
+    monkeypatch.setattr(runner_module, "_local_embedder_installed", lambda: False)
+    runner = MemTraceRunner(MemTraceConfig(retrieval_type="hybrid"))
+    case = Case("query:locomo-qa-1-2@1")
+    with pytest.warns(UserWarning, match="BM25 only"):
+        pseudo = runner.cache_identifier(bench_graph, case, **{**KW, "use_source_evidence_nodes": False,
+                                                                "use_pseudo_source_evidence": True})
+    assert pseudo["config"]["retrieval_type"] == "sparse"
+    annotated = runner.cache_identifier(bench_graph, case, **{**KW, "use_pseudo_source_evidence": True})
+    assert annotated["config"]["retrieval_type"] == "hybrid"  # retrieval is not used: the configured value
+
+
+def test_graph_fingerprint_follows_content_not_object(bench_graph):
+    from smartcomment.runtime.network import ExecNetwork
+
+    copy_ = ExecNetwork.import_graph(bench_graph.export_graph())
+    assert runner_module.graph_fingerprint(copy_) == runner_module.graph_fingerprint(bench_graph)
+    data = bench_graph.export_graph()
+    data["data"]["nodes"][0]["value"] = str(data["data"]["nodes"][0]["value"]) + " (edited)"
+    assert runner_module.graph_fingerprint(ExecNetwork.import_graph(data)) != runner_module.graph_fingerprint(bench_graph)
+    assert runner_module.graph_fingerprint(Namespace(graph_id="g-1")) == "graph_id:g-1"
+    assert len(runner_module.graph_fingerprint(bench_graph)) == 64
+    runner = MemTraceRunner(MemTraceConfig())
+    assert runner.graph_digest(copy_) == runner.graph_digest(bench_graph)
+
+
+# -- small conversions ---------------------------------------------------------------------------------
+
+
+def test_usage_of_reads_dicts_objects_and_aliases():
+    assert runner_module._usage_of(Namespace(usage={"input_tokens": 3, "output_tokens": 4, "num_calls": 2})) == {
+        "input_tokens": 3, "output_tokens": 4, "num_calls": 2}
+    assert runner_module._usage_of(Namespace(usage={"input_tokens": None, "calls": 5})) == {
+        "input_tokens": 0, "output_tokens": 0, "num_calls": 5}
+    assert runner_module._usage_of(Namespace(usage=Namespace(input_tokens=7, output_tokens=1, num_calls=1))) == {
+        "input_tokens": 7, "output_tokens": 1, "num_calls": 1}
+    assert runner_module._usage_of(Namespace(usage=None)) == {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+    assert runner_module._usage_of(object()) == {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+    assert runner_module._usage_of(Namespace(usage={"input_tokens": "12"}))["input_tokens"] == 12
+
+
+def test_prediction_dict_accepts_models_and_dicts_only():
+    from graphtrace.agent_models import ErrorAttributionPrediction
+
+    model = ErrorAttributionPrediction(error_type="UpdateError", op_id="op-1", reason="because")
+    assert runner_module._prediction_dict(model) == {"error_type": "UpdateError", "op_id": "op-1", "reason": "because"}
+    assert runner_module._prediction_dict({"error_type": "UpdateError", "op_id": 5, "extra": 1}) == {
+        "error_type": "UpdateError", "op_id": "5", "reason": ""}
+    with pytest.raises(TypeError, match="a prediction must be a dict or a pydantic model, got list"):
+        runner_module._prediction_dict(["UpdateError"])
+
+
+def test_cache_entry_and_costs_shapes():
+    ok = CaseResult(index=0, prediction={"error_type": "UpdateError", "op_id": "o", "reason": "r"},
+                    elapsed_seconds=1.5, usage={"input_tokens": 1, "output_tokens": 2, "num_calls": 3},
+                    evidence_ids=["a@1"], evidence_source="annotated")
+    assert ok.cache_entry() == {"error_attribution_result": {"error_type": "UpdateError", "op_id": "o", "reason": "r"},
+                                "time": 1.5, "usage": {"input_tokens": 1, "output_tokens": 2, "num_calls": 3},
+                                "evidence_ids": ["a@1"], "evidence_source": "annotated"}
+    assert validate_entry(ok.cache_entry())["time"] == 1.5
+    assert CaseResult(index=1, prediction=None, failure="x").cache_entry() is None
+    assert CaseResult(index=1, prediction=None).ok is False and ok.ok is True
+    from toolkits.runner import RunCosts
+
+    costs = RunCosts(executed_cases=4, cached_cases=1, failed_cases=1, total_input_tokens=400, total_output_tokens=40,
+                     total_model_calls=8, total_seconds=120.0)
+    assert costs.as_reference() == {"average_input_tokens": 100.0, "average_output_tokens": 10.0, "average_minutes": 0.5}
+    assert costs.to_dict() == {**costs.as_reference(), "executed_cases": 4, "cached_cases": 1, "failed_cases": 1,
+                               "total_input_tokens": 400, "total_output_tokens": 40, "total_model_calls": 8,
+                               "total_seconds": 120.0}
+    assert RunCosts().as_reference() == {"average_input_tokens": 0.0, "average_output_tokens": 0.0, "average_minutes": 0.0}
+
+
+def test_runner_without_cache_dir_has_no_cache(tmp_path):
+    assert MemTraceRunner(MemTraceConfig())._cache is None
+    cached = MemTraceRunner(MemTraceConfig(cache_dir=str(tmp_path)))
+    assert cached._cache.folder == tmp_path and cached.api_pool is None
+
+
+def test_sample_keeps_every_case_of_the_graphs_the_reference_rng_draws(tmp_path):
+    import random
+
+    graphs = [Namespace(graph_id=g) for g in ["g1", "g1", "g2", "g3", "g3", "g3", "g4"]]
+    cases = list(range(len(graphs)))
+    chosen = set(random.Random(5).sample(["g1", "g2", "g3", "g4"], 2))
+    kept_graphs, kept_cases = run_error_attribution._sample(graphs, cases, 2, 5)
+    assert kept_cases == [i for i, g in enumerate(graphs) if g.graph_id in chosen]  # input order kept
+    assert [g.graph_id for g in kept_graphs] == [graphs[i].graph_id for i in kept_cases]
+    assert run_error_attribution._sample(graphs, cases, None, 5) == (graphs, cases)
+    assert run_error_attribution._sample(graphs, cases, 4, 0)[1] == cases
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match=r"between 1 and the number of graphs \(4\), got " + str(bad)):
+            run_error_attribution._sample(graphs, cases, bad, 0)
+
+
+def test_probe_folder_creates_the_folder_and_leaves_nothing(tmp_path):
+    folder = tmp_path / "a" / "b"
+    run_error_attribution._probe_folder(folder)
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    CaseCache(tmp_path / "c").check_writable()
+    assert list((tmp_path / "c").iterdir()) == []
