@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 import tempfile
 from pathlib import Path
@@ -92,6 +93,27 @@ def require_shared(path: Path, what: str) -> Path:
     if in_ci():
         pytest.fail(f"{message}: CI must provide the ../shared folder (CI=true)", pytrace=False)
     pytest.skip(message)
+
+
+_SHARED_SKIP = re.compile(r"\bshared\b.*\b(fixtures|data)\b|\.\./shared|" + re.escape(str(SHARED)), re.IGNORECASE)
+
+
+def is_shared_data_skip(reason: str) -> bool:
+    """True for a skip reason that says shared data is missing (see :func:`pytest_runtest_makereport`)."""
+    return bool(_SHARED_SKIP.search(reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ANN001 - pytest hook
+    """Under CI, a test skipped because shared data is missing fails instead, whatever skipped it
+    (``require_shared``, or a module's own ``skipif`` on a path under ``../shared``)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if is_shared_data_skip(reason):
+            report.outcome = "failed"
+            report.longrepr = f"{reason} (CI=true: missing shared data is a failure, not a skip)"
 
 
 @pytest.fixture(scope="session")
