@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.faultbench._expect import builder_traces, check_case
+from tests.faultbench.test_fault_effects import Case, check_fault_effect
 from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.faultbench import BuildConfig, build_faultbench, split_specs
 from toolkits.faultbench.__main__ import main
@@ -41,6 +42,7 @@ def test_every_case_is_labelled_by_its_fault_and_fails(bench, split):
     assert kinds <= {s.kind for s in split_specs(split)}
     for graph, annotation in pairs:
         check_case(split, graph, annotation)
+        check_fault_effect(Case(split, graph, annotation))
 
 
 @pytest.mark.parametrize("split", ["long_context", "rag"])
@@ -111,6 +113,7 @@ def test_model_driven_layers_take_their_faults_through_the_fake_model(tmp_path, 
     assert pairs and len(pairs) == len(report.cases)
     for graph, annotation in pairs:
         check_case(split, graph, annotation)
+        check_fault_effect(Case(split, graph, annotation))
         assert builder_traces(graph) == []
 
 
