@@ -261,6 +261,8 @@ def test_pseudo_evidence_is_checked_against_the_golden_answer_and_the_question(t
     result = _attr(toy, case, [noise, decoy], evidence_is_pseudo=True)
     assert result["evidence"]["seeds"] == [msg]
     assert _verdict(result) == ("ExtractionError", op)
+    nothing = _attr(toy, case, [], evidence_is_pseudo=True)  # retrieval found nothing: said, then searched
+    assert _verdict(nothing) == ("ExtractionError", op) and "retrieval found no starting evidence" in nothing["reason"]
 
 
 def test_pseudo_mode_never_reads_the_evidence_recorded_on_the_query(toy, case_factory):
@@ -271,6 +273,7 @@ def test_pseudo_mode_never_reads_the_evidence_recorded_on_the_query(toy, case_fa
     case = case_factory(ids["query"], "7 May 2023", [gold], question="When did Caroline go to the support group?")
     result = _attr(toy, case, [], evidence_is_pseudo=True)
     assert "retrieval found no starting evidence" in result["evidence"]["notes"]
+    assert "retrieval found no starting evidence" in result["reason"]
     assert result["status"] == "evidence_absent" and gold not in json.dumps(result)
     # the same evidence handed over as annotated is used
     assert _attr(toy, case)["evidence"]["seeds"] == [gold]

@@ -193,6 +193,8 @@ def attribute_case_evidence_flow(
     state = follow_construction(view, probe, choice.seeds, query, trail)
     verdict = _decide(view, probe, state, query, case, trail)
     error_type, op_id, reason, clarity = verdict
+    if choice.notes:  # how the evidence was found (e.g. that retrieval found nothing) belongs in the answer
+        reason = f"Evidence: {'; '.join(choice.notes)}. {reason}"
     confidence = choice.confidence * clarity
     if op_id is None:
         return _result(error_type, None, "op_not_found", reason, trail, confidence=confidence, choice=choice)
