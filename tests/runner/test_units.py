@@ -871,3 +871,51 @@ def test_assemble_failures_totals_and_run_mode_distribution():
         cases, [{**r, "final_error_type": "UpdateError", "final_op_id": "o"} for r in records], RunCosts(),
         complete=False)
     assert bench["source"] == "memtracebench" and bench["metrics"]["error_type_prediction_accuracy"] == 0.5
+
+
+def test_journal_reading_survives_bad_bytes_folders_and_counts_exactly(tmp_path):
+    path = tmp_path / "j.jsonl"
+    header = f'{{"format": "{JOURNAL_FORMAT}", "version": 1}}\n'.encode()
+    path.write_bytes(header + b'{"key": "a", "note": "caf\xc3\xa9"}\n{"key": "b\xff\xfe"}\n{"key": "c", "x": "\xe9t\n')
+    with pytest.warns(UserWarning, match="1 unreadable line"):
+        entries = ResultJournal(path).read()  # bytes torn mid-character must not raise
+    assert [e["key"] for e in entries][:1] == ["a"] and entries[0]["note"] == "café"
+    assert ResultJournal(path)._has_header() is True
+    path.write_bytes(header + b'not json\n{also not\n[1]\n{"key": "ok"}\n')
+    with pytest.warns(UserWarning) as caught:
+        assert [e["key"] for e in ResultJournal(path).read()] == ["ok"]
+    assert any(str(w.message).endswith(": 3 unreadable line(s) skipped") for w in caught)
+    folder = tmp_path / "dir.jsonl"
+    folder.mkdir()
+    with pytest.warns(UserWarning, match="cannot be read"):
+        assert ResultJournal(folder).read() == []
+    journal = ResultJournal(tmp_path / "u.jsonl")
+    journal.open(keep_existing=False)
+    journal.append({"key": "k", "reason": "Zoë moved to Malmö"})
+    journal.close()
+    assert "Zoë moved to Malmö" in journal.path.read_text(encoding="utf-8")  # readable, not \\u-escaped
+    with pytest.raises(RuntimeError) as info:
+        ResultJournal(tmp_path / "x.jsonl").append({})
+    assert str(info.value) == "the journal is not open"
+
+
+def test_outputs_are_indented_like_the_reference(bench_dir, tmp_path):
+    out = tmp_path / "o.json"
+    args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
+            "--cache-dir", str(tmp_path / "c")]
+    assert run_error_attribution.main(args) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith('{\n    "complete": true,\n    "source": "memtracebench",\n    "split": "mem0",\n')
+    data = json.loads(text)
+    assert data["exploration_strategy"] == "evidence_flow" and data["model"] == "gpt-4.1-mini"
+    assert "by_group" not in data["metrics"] and "by_dataset_source" in data["metrics"]
+    entry = next((tmp_path / "c").glob("*.json")).read_text(encoding="utf-8")
+    assert entry.startswith('{\n    "error_attribution_result": {\n        "error_type"')
+
+
+def test_reference_costs_divide_by_the_executed_cases():
+    from toolkits.runner import RunCosts
+
+    one = RunCosts(executed_cases=1, total_input_tokens=10, total_output_tokens=4, total_seconds=30.0)
+    assert one.as_reference() == {"average_input_tokens": 10.0, "average_output_tokens": 4.0, "average_minutes": 0.5}
