@@ -87,3 +87,40 @@ def test_one_evermemos_round_rewrites_its_traced_templates(tmp_path, locomo_file
 
     assert build_layer_config(exported.pop("layer_type"), user_id="x", **exported).prompt_overrides == overrides
     assert Path(summary["graph_path"]).is_file()
+
+
+@pytest.mark.parametrize("multi_query", [True, False])
+def test_every_evermemos_template_target_names_a_variable_of_the_traced_graph(tmp_path, multi_query):
+    """Targets are matched by full name; the retrieval templates carry a class prefix in the graph."""
+    from membase.layers.evermemos import EverMemOSConfig, EverMemOSLayer
+    from membase.layers.evermemos.fake import make_evermemos_fake
+    from membase.runners._common import tracing_switch
+    from membase.types import Message
+    from smartcomment import comment_graph, comment_session, comment_variable, current_context
+    from toolkits.optimization.targets import TARGETS
+
+    layer = EverMemOSLayer(EverMemOSConfig(
+        user_id="u", save_dir=str(tmp_path / "u"), llm_config={"provider": "fake"},
+        embedding_config={"provider": "fake", "embedding_dims": 64},
+        retrieval_config={"retrieval_mode": "agentic", "use_multi_query": multi_query},
+        extraction_config={"enable_event_log": True, "enable_foresight": True},
+    ), chat_model=make_evermemos_fake(sufficiency="never"))
+    talk = [("Caroline", "I went to a support group yesterday.", "2023-05-08T13:56:00"),
+            ("Melanie", "I painted a lake sunrise last year.", "2023-05-25T13:14:00")]
+    with tracing_switch(True), comment_graph(user_id="u", project_id="EverMemOS") as graph:
+        with comment_session(category="memory_construction"):
+            for i, (name, text, ts) in enumerate(talk, 1):
+                layer.add_message(Message(id=f"U1:D{i}", name=name, content=text, timestamp=ts))
+            layer.flush()
+        with comment_session(category="memory_search"):
+            comment_variable("What did Caroline paint?", variable_name="query", id_strategy=lambda _: "qa-1",
+                             class_name="query", category="message & query", metadata={"evidence": []})
+            layer.retrieve("What did Caroline paint?", k=2)
+            current_context().remove_variable("query")
+    layer.cleanup()
+    round2 = "multi-query-generation-prompt-template" if multi_query else "refined-query-prompt-template"
+    unused = {"refined-query-prompt-template", "multi-query-generation-prompt-template"} - {round2}
+    for target in TARGETS.for_layer("EverMemOS", kinds=("prompt",)):
+        if target.field.removeprefix("prompt_overrides.") in unused or target.field == "question_answering_prompt":
+            continue
+        assert graph.get_versions(target.variable), f"{target.field}: no graph variable {target.variable!r}"

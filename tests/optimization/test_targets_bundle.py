@@ -52,8 +52,9 @@ def test_default_prompts_satisfy_their_contracts():
     assert mem0_update_decision_contract(prompts.DEFAULT_UPDATE_MEMORY_PROMPT) == []
     assert qa_template_contract(QA_TEMPLATE) == []
     for target in TARGETS.for_layer("EverMemOS"):
-        if target.variable in PROMPT_TEMPLATES:
-            assert target.problems(PROMPT_TEMPLATES[target.variable].default) == []
+        name = target.field.removeprefix("prompt_overrides.")
+        if name in PROMPT_TEMPLATES:
+            assert target.problems(PROMPT_TEMPLATES[name].default) == []
 
 
 @pytest.mark.parametrize(

@@ -191,7 +191,7 @@ def _evermemos_targets() -> list[Target]:
     return [
         Target(
             field=f"prompt_overrides.{name}",
-            variable=name,
+            variable=template.traced_name,
             layers=("EverMemOS",),
             description=f"EverMemOS prompt template (string.Template) that {roles.get(name, 'drives one stage')}.",
             contract=template_contract(template.default),

@@ -227,13 +227,22 @@ _OVERRIDES: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.Conte
 class OverridableTemplate(Template):
     """A `string.Template` whose text can be replaced for the current context.
 
-    `name` is the graph variable the template is traced as; `template` (read by `substitute`
-    and by the tracer) is the override active in this context, else the default text.
+    `name` is the graph variable the template is traced as (the key of `prompt_overrides`);
+    `class_name`, when set, is the class the tracer records it under, which prefixes its full
+    name in the graph (spec-evermemos: the retrieval templates). `template` (read by
+    `substitute` and by the tracer) is the override active in this context, else the default.
     """
 
-    def __init__(self, name: str, default: str) -> None:  # no super().__init__: `template` is a property
+    def __init__(self, name: str, default: str, class_name: str | None = None) -> None:
+        # no super().__init__: `template` is a property
         self.name = name
         self.default = default
+        self.class_name = class_name
+
+    @property
+    def traced_name(self) -> str:
+        """The template's full variable name in a traced graph."""
+        return f"{self.class_name}:{self.name}" if self.class_name else self.name
 
     @property
     def template(self) -> str:  # type: ignore[override]
@@ -245,9 +254,15 @@ BOUNDARY_DETECTION_PROMPT = OverridableTemplate("boundary-detection-prompt-templ
 EPISODE_EXTRACTION_PROMPT = OverridableTemplate("episode-extraction-prompt-template", EPISODE_EXTRACTION_PROMPT.template)
 EVENT_LOG_PROMPT = OverridableTemplate("event-log-prompt-template", EVENT_LOG_PROMPT.template)
 FORESIGHT_PROMPT = OverridableTemplate("foresight-generation-prompt-template", FORESIGHT_PROMPT.template)
-SUFFICIENCY_CHECK_PROMPT = OverridableTemplate("sufficiency-check-prompt-template", SUFFICIENCY_CHECK_PROMPT.template)
-MULTI_QUERY_PROMPT = OverridableTemplate("multi-query-generation-prompt-template", MULTI_QUERY_PROMPT.template)
-REFINED_QUERY_PROMPT = OverridableTemplate("refined-query-prompt-template", REFINED_QUERY_PROMPT.template)
+SUFFICIENCY_CHECK_PROMPT = OverridableTemplate(
+    "sufficiency-check-prompt-template", SUFFICIENCY_CHECK_PROMPT.template, class_name="sufficiency_check_prompt_template"
+)
+MULTI_QUERY_PROMPT = OverridableTemplate(
+    "multi-query-generation-prompt-template", MULTI_QUERY_PROMPT.template, class_name="multi_query_generation_prompt_template"
+)
+REFINED_QUERY_PROMPT = OverridableTemplate(
+    "refined-query-prompt-template", REFINED_QUERY_PROMPT.template, class_name="refined_query_prompt_template"
+)
 
 PROMPT_TEMPLATES: dict[str, OverridableTemplate] = {
     t.name: t

@@ -633,8 +633,8 @@ class EverMemOSTracer:
             )
             template_rv = _named(
                 SUFFICIENCY_CHECK_PROMPT.template,
-                "sufficiency-check-prompt-template",
-                class_name="sufficiency_check_prompt_template",
+                SUFFICIENCY_CHECK_PROMPT.name,
+                class_name=SUFFICIENCY_CHECK_PROMPT.class_name,
                 comment="The sufficiency-check prompt template.",
             )
             prompt_rv = _node(run.check_prompt, "sufficiency_check_prompt", "prompt")
@@ -689,12 +689,11 @@ class EverMemOSTracer:
             comment_link(
                 source=check_rv, target=docs2_rv, category="retrieval", comment="Documents are rendered."
             )
-            template = (MULTI_QUERY_PROMPT if multi else REFINED_QUERY_PROMPT).template
-            tname = "multi-query-generation-prompt-template" if multi else "refined-query-prompt-template"
+            round2_template = MULTI_QUERY_PROMPT if multi else REFINED_QUERY_PROMPT
             template_rv = _named(
-                template,
-                tname,
-                class_name=tname.replace("-", "_"),
+                round2_template.template,
+                round2_template.name,
+                class_name=round2_template.class_name,
                 comment="The round-2 query prompt template.",
             )
             pcls = "multi_query_generation_prompt" if multi else "refined_query_prompt"
