@@ -919,3 +919,156 @@ def test_reference_costs_divide_by_the_executed_cases():
 
     one = RunCosts(executed_cases=1, total_input_tokens=10, total_output_tokens=4, total_seconds=30.0)
     assert one.as_reference() == {"average_input_tokens": 10.0, "average_output_tokens": 4.0, "average_minutes": 0.5}
+
+
+# -- third round: the CLI's own branches -------------------------------------------------------------------
+
+
+def _ef(bench_dir, out, *extra):
+    return [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0", *extra]
+
+
+def _err(capsys):
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_cli_error_lines_name_what_is_wrong(bench_dir, tmp_path, capsys, monkeypatch):
+    from pydantic import ValidationError
+
+    folder = tmp_path / "o.json"
+    folder.mkdir()
+    assert run_error_attribution.main(_ef(bench_dir, folder)) == 2
+    assert _err(capsys) == f"error: --output-path {str(folder)!r} is a folder; give a .json file path"
+    out = tmp_path / "p.json"
+    journal_path(out).mkdir()
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 2
+    assert _err(capsys) == (f"error: {str(journal_path(out))!r} is a folder; it is where the run journals "
+                            "finished cases")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert run_error_attribution.main(_ef(bench_dir, blocker / "o.json")) == 2
+    assert _err(capsys).startswith(f"error: cannot write --output-path {str(blocker / 'o.json')!r}: ")
+
+    def invalid(args):
+        return MemTraceConfig(keep_recent=-1)
+
+    monkeypatch.setattr(run_error_attribution, "_config", invalid)
+    assert run_error_attribution.main(_ef(bench_dir, tmp_path / "q.json")) == 2
+    assert _err(capsys) == "error: invalid settings: keep_recent: Input should be greater than or equal to 0"
+    with pytest.raises(ValidationError):
+        invalid(None)
+
+
+def test_cli_usage_errors_for_strategies_and_folders(bench_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        run_error_attribution.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"),
+                                    "--exploration-strategy", "nope"])
+    err = capsys.readouterr().err
+    assert "unknown --exploration-strategy 'nope': use one of evidence_flow, graph_search, long_context," in err
+    with pytest.raises(SystemExit):
+        run_error_attribution.main([str(tmp_path), "--output-path", str(tmp_path / "o.json")])
+    assert "give the MemTraceBench split (rag, mem0, evermemos, long_context)" in capsys.readouterr().err
+
+
+def test_a_split_without_memory_errors_and_a_broken_run_folder(bench_dir, tmp_path, capsys):
+    for name in ("a.json", "b.json"):
+        f = bench_dir / "mem0" / name
+        data = json.loads(f.read_text())
+        for a in data["data"]["annotations"]:
+            a["final_error_type"] = "AnnotationError"
+        f.write_text(json.dumps(data))
+    assert run_error_attribution.main(_ef(bench_dir, tmp_path / "o.json")) == 2
+    assert _err(capsys) == f"error: split 'mem0' under {bench_dir} has no memory-error cases"
+    run = tmp_path / "run" / "traced_data" / "locomo-1"
+    run.mkdir(parents=True)
+    (run / "graph_evaluation.json").write_text("{not json")
+    assert run_error_attribution.main([str(tmp_path / "run"), "--output-path", str(tmp_path / "r.json"),
+                                       "--no-progress"]) == 2
+    err = _err(capsys)
+    assert err.startswith(f"error: {run / 'graph_evaluation.json'}: not a graph file")
+
+
+def test_a_benchmark_split_wins_over_a_traced_data_folder(bench_dir, tmp_path):
+    (bench_dir / "traced_data" / "u").mkdir(parents=True)
+    (bench_dir / "traced_data" / "u" / "graph_evaluation.json").write_text("{}")
+    out = tmp_path / "o.json"
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 0
+    assert json.loads(out.read_text())["source"] == "memtracebench"
+
+
+def test_studio_url_warns_that_forwarding_is_not_implemented(bench_dir, tmp_path):
+    with pytest.warns(UserWarning, match="^--studio-url is accepted for compatibility but Studio forwarding is not"):
+        assert run_error_attribution.main(_ef(bench_dir, tmp_path / "o.json", "--studio-url", "http://s")) == 0
+
+
+def test_sample_uses_the_seed(bench_dir, tmp_path):
+    import random
+
+    for seed in (1, 2, 3, 4):
+        out = tmp_path / f"s{seed}.json"
+        assert run_error_attribution.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", str(seed))) == 0
+        chosen = random.Random(seed).sample(["graph-aaaa", "graph-bbbb"], 1)[0]
+        name = {"graph-aaaa": "a.json", "graph-bbbb": "b.json"}[chosen]
+        assert [p.endswith(name) for p in json.loads(out.read_text())["sampled_graph_paths"]] == [True]
+
+
+def test_a_resumed_run_keeps_the_earlier_journal_lines(bench_dir, tmp_path, monkeypatch):
+    out = tmp_path / "o.json"
+    real_run = asyncio.run
+
+    def run_two_then_interrupt(coro):
+        real_run(coro)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_two_then_interrupt)
+    assert run_error_attribution.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", "1")) == 130
+    first_lines = journal_path(out).read_text().splitlines()
+    assert len(first_lines) == 3
+    # the whole split now, interrupted again at the end: the first run's lines must still be there
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 130
+    lines = journal_path(out).read_text().splitlines()
+    assert lines[:3] == first_lines and len(lines) == 5  # 2 kept + 2 new, none written twice
+
+
+def test_custom_prior_paths_and_texts(tmp_path):
+    read = run_error_attribution._read_text_or_file
+    for value in ("prior.txt", "PRIOR.TXT", "notes.md", "priors\\mem0", "priors/mem0"):
+        with pytest.raises(ValueError) as info:
+            read(value)
+        assert str(info.value) == f"--custom-prior {value!r} looks like a path but no such file exists"
+    assert read("see docs/prior for details,\nthen check the store") == "see docs/prior for details,\nthen check the store"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError) as info:
+        read(str(bad))
+    assert str(info.value).startswith(f"--custom-prior file {str(bad)!r} cannot be read: ")
+    assert read(None) is None
+
+
+def test_probe_folder_probes_inside_the_folder(tmp_path, monkeypatch):
+    import tempfile
+
+    made = []
+    real = tempfile.mkstemp
+    monkeypatch.setattr(tempfile, "mkstemp", lambda **kw: (made.append(kw), real(**kw))[1])
+    run_error_attribution._probe_folder(tmp_path / "x")
+    assert made == [{"prefix": ".write-probe.", "dir": str(tmp_path / "x")}]
+
+
+def test_journal_opens_in_new_folders_and_over_binary_junk(tmp_path):
+    nested = ResultJournal(tmp_path / "a" / "b" / "j.jsonl")
+    nested.open(keep_existing=True)
+    nested.append({"key": "k"})
+    nested.close()
+    assert [e["key"] for e in ResultJournal(nested.path).read()] == ["k"]
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\xff\xfe\xfd binary\n")
+    journal = ResultJournal(junk)
+    assert journal._has_header() is False
+    journal.open(keep_existing=True)
+    journal.append({"key": "k2"})
+    journal.close()
+    assert [e["key"] for e in ResultJournal(junk).read()] == ["k2"]
