@@ -56,8 +56,11 @@ def test_a_membase_run_folder_is_attributed_without_gold_labels(membase_run, tmp
     out = tmp_path / "attr.json"
     assert _attribute(run_dir, out, "--exploration-strategy", "evidence_flow",
                       "--starting-nodes-type", "source_evidence") == 0
-    assert "failed questions" in capsys.readouterr().out
+    printed = capsys.readouterr().out.strip()
     data = json.loads(out.read_text())
+    dist = data["metrics"]["prediction_distribution"]
+    top = ", ".join(f"{t}={n}" for t, n in dist["by_error_type"].items() if n)
+    assert printed == f"{answerable} failed questions ({dist['failed_cases']} not attributed): {top} -> {out}"
     assert data["source"] == "membase_run" and data["split"] == "long_context" and data["complete"] is True
     graph_file = run_dir / "traced_data" / "locomo-1" / "graph_evaluation.json"
     assert data["sampled_graph_paths"] == [str(graph_file)]
@@ -117,3 +120,21 @@ def test_a_folder_that_is_neither_needs_the_split(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         _attribute(tmp_path, tmp_path / "x.json")
     assert exit_info.value.code == 2 and "give the MemTraceBench split" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_folder_keeps_its_run_metrics(membase_run, tmp_path, monkeypatch):
+    import asyncio
+
+    run_dir, answerable, _, _ = membase_run
+    real_run = asyncio.run
+
+    def run_then_interrupt(coro):
+        real_run(coro)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    out = tmp_path / "partial.json"
+    assert _attribute(run_dir, out, "--exploration-strategy", "evidence_flow",
+                      "--starting-nodes-type", "source_evidence") == 130
+    m = json.loads(out.read_text())["metrics"]
+    assert m["skipped_adversarial"] == 1 and m["prediction_distribution"]["total_cases"] == answerable

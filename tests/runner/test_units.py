@@ -1072,3 +1072,164 @@ def test_journal_opens_in_new_folders_and_over_binary_junk(tmp_path):
     journal.append({"key": "k2"})
     journal.close()
     assert [e["key"] for e in ResultJournal(junk).read()] == ["k2"]
+
+
+# -- fourth round: parser, progress bar, journal failures, end-of-run paths ------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--max-trace-nodes", "0"], "--max-trace-nodes"), (["--max-iters", "0"], "--max-iters"),
+        (["--context-window", "0"], "--context-window"), (["--max-context-limit", "0"], "--max-context-limit"),
+        (["--full-log-token-limit", "0"], "--full-log-token-limit"), (["--max-tokens", "0"], "--max-tokens"),
+        (["--starting-nodes-type", "gold"], "--starting-nodes-type"), (["--output-path", "o.txt"],
+                                                                       "--output-path must end in .json, got 'o.txt'"),
+    ],
+)
+def test_parser_rejects_bad_values_as_usage_errors(bench_dir, capsys, flags, message):
+    args = [str(bench_dir), "mem0", "--output-path", "o.json", "--no-progress", *flags]
+    with pytest.raises(SystemExit) as info:
+        run_error_attribution.main(args)
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_parser_requires_an_output_and_a_known_split(bench_dir, capsys):
+    for argv in ([str(bench_dir), "mem0"], [str(bench_dir), "nosuchsplit", "--output-path", "o.json"]):
+        with pytest.raises(SystemExit) as info:
+            run_error_attribution.main(argv)
+        assert info.value.code == 2
+    assert "invalid choice: 'nosuchsplit'" in capsys.readouterr().err
+    assert run_error_attribution.build_parser().format_usage().startswith("usage: run_error_attribution.py")
+
+
+def test_progress_bar_counts_cases_and_failures(bench_dir, tmp_path, capsys):
+    class Out:
+        usage = {}
+
+        def __init__(self, ok):
+            self.prediction = {"error_type": "UpdateError", "op_id": "op", "reason": "r"} if ok else None
+            self.failure = None if ok else "no answer"
+
+    register_strategy("half", lambda ctx: Out(ctx.case_index % 2 == 0), needs_model=False, replace=True)
+    try:
+        args = [str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"), "--exploration-strategy", "half",
+                "--no-provide-starting-nodes", "--bootstrap-samples", "0", "--batch-size", "1"]
+        assert run_error_attribution.main(args) == 0
+    finally:
+        unregister_strategy("half")
+    err = capsys.readouterr().err
+    assert "attributing mem0: 100%" in err and "4/4" in err and "case/s" in err
+    assert "failed=2" in err and "failed=3" not in err
+
+
+def test_batch_size_reaches_the_runner(bench_dir, tmp_path):
+    running = {"now": 0, "peak": 0}
+
+    class Out:
+        prediction = {"error_type": "UpdateError", "op_id": "op", "reason": "r"}
+        failure = None
+        usage = {}
+
+    async def slow(ctx):
+        running["now"] += 1
+        running["peak"] = max(running["peak"], running["now"])
+        await asyncio.sleep(0.05)
+        running["now"] -= 1
+        return Out()
+
+    register_strategy("slow", slow, needs_model=False, replace=True)
+    try:
+        args = [str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"), "--exploration-strategy", "slow",
+                "--no-provide-starting-nodes", "--no-progress", "--bootstrap-samples", "0", "--batch-size", "3"]
+        assert run_error_attribution.main(args) == 0
+    finally:
+        unregister_strategy("slow")
+    assert running["peak"] == 3
+
+
+def test_a_journal_that_cannot_be_written_warns_once_and_the_run_goes_on(bench_dir, tmp_path, monkeypatch):
+    def broken(self, item):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResultJournal, "append", broken)
+    out = tmp_path / "o.json"
+    with pytest.warns(UserWarning) as caught:
+        assert run_error_attribution.main(_ef(bench_dir, out)) == 0
+    journal_warnings = [w for w in caught if "could not journal finished cases" in str(w.message)]
+    assert len(journal_warnings) == 1 and "No space left" in str(journal_warnings[0].message)
+    assert json.loads(out.read_text())["metrics"]["total_cases"] == 4
+
+
+def test_journal_lines_carry_key_index_entry_and_record(bench_dir, tmp_path, monkeypatch):
+    out = tmp_path / "o.json"
+    real_run = asyncio.run
+
+    def run_then_interrupt(coro):
+        real_run(coro)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    assert run_error_attribution.main(_ef(bench_dir, out, "--batch-size", "1", "--bootstrap-samples", "50")) == 130
+    lines = [json.loads(x) for x in journal_path(out).read_text().splitlines()[1:]]
+    assert [line["index"] for line in lines] == [0, 1, 2, 3]
+    assert all(len(line["key"]) == 64 and validate_entry(line["entry"]) for line in lines)
+    assert [line["record"]["query_id"] for line in lines] == [r["query_id"] for r in json.loads(out.read_text())["results"]]
+    # the partial output skips the bootstrap even when intervals were asked for
+    assert json.loads(out.read_text())["metrics"]["confidence_intervals_95"]["joint_accuracy"] is None
+
+
+def test_end_of_run_failures_keep_the_journal(bench_dir, tmp_path, capsys, monkeypatch):
+    from toolkits import _case_cache
+
+    out = tmp_path / "o.json"
+
+    def full(path, payload, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_case_cache, "atomic_write_json", full)
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: cannot write {out}: [Errno 28] No space left on device; the finished cases are kept in "
+                   f"{journal_path(out)}: rerun to write it")
+    assert len(journal_path(out).read_text().splitlines()) == 5
+
+    real_run = asyncio.run
+
+    def run_then_interrupt(coro):
+        real_run(coro)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 130  # interrupted, and the output cannot be written
+    assert capsys.readouterr().err.strip() == (
+        f"interrupted: 4 of 4 case(s) finished and are kept in {journal_path(out)}; rerun the same command to "
+        "attribute the rest")
+
+
+def test_ctrl_c_while_the_output_is_written(bench_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "o.json"
+    real = run_error_attribution._assemble
+
+    def interrupted(*args, complete, **kw):
+        if complete:
+            raise KeyboardInterrupt
+        return real(*args, complete=complete, **kw)
+
+    monkeypatch.setattr(run_error_attribution, "_assemble", interrupted)
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 130
+    assert capsys.readouterr().err.strip() == (
+        f"interrupted while writing the output: all 4 case(s) are kept in {journal_path(out)}; rerun the same "
+        "command to write it")
+    assert len(journal_path(out).read_text().splitlines()) == 5 and not out.exists()
+
+
+def test_cannot_create_the_journal_is_one_line(bench_dir, tmp_path, capsys, monkeypatch):
+    def refuse(self, *, keep_existing):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(ResultJournal, "open", refuse)
+    out = tmp_path / "o.json"
+    assert run_error_attribution.main(_ef(bench_dir, out)) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: cannot write the journal {str(journal_path(out))!r}: [Errno 13] Permission denied")
