@@ -142,3 +142,56 @@ def test_an_empty_report_counts_as_a_failed_attempt(cases, tmp_path: Path):
     outcome = _runner(models, max_retries=1).run(cases[:4], overview=OVERVIEW, statistics=STATS, save_folder=tmp_path)
     assert outcome.complete and outcome.report == "b2"
     assert [i for i, _ in models.made] == [0, 0, 1]
+
+
+# ------------------------------------------------------------------------ keys, timeouts, interrupts
+
+SECRET = "sk-report-secret-0123456789abcdef"
+
+
+def _keyed_runner(tmp_path: Path, factory, **config) -> ReportRunner:
+    """A runner on the default model path (credential pool from an API config file), whose model
+    construction is replaced by ``factory`` so that the pool's key is known and redacted."""
+    api_config = tmp_path / "api_config.json"
+    api_config.write_text(json.dumps({"api_keys": [SECRET], "base_urls": ["http://127.0.0.1:9/v1"]}))
+    runner = ReportRunner(ReportConfig(batch_size=2, retry_backoff_s=0.0, api_config_path=str(api_config), **config),
+                          sleep=_no_sleep)
+    runner._default_model = factory  # the credential pool is still resolved and its key masked
+    return runner
+
+
+def test_a_key_in_a_long_error_is_masked_before_the_failure_is_cut(cases, tmp_path: Path):
+    # the key straddles the point where the one-line failure is shortened: cutting first would
+    # leave its first half unmasked
+    error = RuntimeError("x" * 380 + f" {SECRET} trailing words")
+    runner = _keyed_runner(tmp_path, lambda _i: ScriptedChatModel([error]), max_retries=0)
+    outcome = runner.run(cases, overview=OVERVIEW, statistics=STATS, save_folder=tmp_path / "out")
+    assert outcome.failure is not None and "\n" not in outcome.failure and len(outcome.failure) <= 400
+    assert not any(SECRET[:n] in outcome.failure for n in range(6, len(SECRET) + 1))
+
+
+def test_a_report_that_echoes_the_key_is_saved_masked(cases, tmp_path: Path):
+    runner = _keyed_runner(tmp_path, lambda _i: ScriptedChatModel([version(f"the key is {SECRET}")]))
+    outcome = runner.run(cases[:2], overview=OVERVIEW, statistics=STATS, save_folder=tmp_path / "out")
+    assert outcome.report == "the key is ***"
+    saved = (tmp_path / "out" / "report_versions" / "version_001.json").read_text()
+    assert SECRET not in saved and SECRET not in (tmp_path / "out" / "report_versions" / "version_001.md").read_text()
+
+
+def test_a_batch_over_its_time_limit_is_a_timeout_failure(cases, tmp_path: Path):
+    import asyncio
+
+    from graphtrace.agent_models import FunctionChatModel
+
+    async def slow(_messages, _tools, _choice):
+        await asyncio.sleep(30)
+        return version("too late")
+
+    models = Models({})
+    runner = ReportRunner(ReportConfig(batch_size=2, retry_backoff_s=0.0, max_retries=1, batch_timeout_s=0.2),
+                          model_factory=lambda i: models.made.append((i, None)) or FunctionChatModel(slow),
+                          sleep=_no_sleep)
+    outcome = runner.run(cases, overview=OVERVIEW, statistics=STATS, save_folder=tmp_path)
+    assert outcome.failure == f"batch 1/{outcome.batches_total} failed after 2 attempt(s): timeout: no report within 0.2 s"
+    assert [i for i, _ in models.made] == [0, 0] and outcome.report is None
+    assert outcome.costs["minutes"] * 60 < 5  # both attempts were cut at the limit

@@ -105,9 +105,17 @@ ModelFactory = Callable[[int], Any]
 """``fn(batch_index) -> agentscope chat model`` (0-based batch index)."""
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+FAILURE_LIMIT = 400
+"""Characters of a batch failure line kept (after the keys in it are masked)."""
+
+
+def _one_line(text: str) -> str:
+    # whole, never cut: the text may hold a key, and a key cut in half would escape the mask
+    return " ".join(str(text).split())
+
+
+def _cut(text: str, limit: int = FAILURE_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ReportRunner:
@@ -320,10 +328,10 @@ class ReportRunner:
             costs["attempts"] += attempts
             assert outcome is not None
             if outcome.version is None:
-                failure = redact(
+                failure = _cut(redact(
                     f"batch {batch_index + 1}/{len(batches)} failed after {attempts} attempt(s): {outcome.failure}",
                     self.secrets,
-                )
+                ))  # mask first, then cut
                 break
             start = sum(len(b) for b in batches[:batch_index])
             payload = {
