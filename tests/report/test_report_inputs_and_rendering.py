@@ -178,3 +178,26 @@ def test_keep_last_tokens_with_a_tokenizer(monkeypatch):
     monkeypatch.setattr(rendering, "_encoding", lambda: Words())
     assert keep_last_tokens("a b c d e", 2) == ("d e", True)
     assert keep_last_tokens("a b", 2) == ("a b", False)
+
+
+def test_malformed_fields_of_a_record_do_not_stop_the_report():
+    base = {"query_id": "q", "error_attribution_result": {"error_type": "RetrievalError", "op_id": "op", "reason": "r"}}
+    for evidence, expected in ((5, ()), ({"U1:D1:1@1": 1}, ()), (None, ()), ("U1:D1:1@1", ("U1:D1:1@1",)),
+                               (["U1:D1:1@1", 7], ("U1:D1:1@1", "7"))):
+        records, _ = records_from_json([{**base, "source_evidence_ids": evidence}])
+        assert records[0].source_evidence_ids == expected, evidence
+        assert records[0].attributed
+
+
+def test_a_utf8_file_with_a_byte_order_mark_is_read(outputs_dir: Path, tmp_path: Path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (outputs_dir / "rag.json").read_bytes())
+    assert len(load_attribution_inputs([path]).records) == len(load_attribution_inputs([outputs_dir / "rag.json"]).records)
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes('[{"query": "caf\xe9"}]'.encode("latin-1"))
+    with pytest.raises(ReportInputError, match="not UTF-8") as info:
+        load_attribution_inputs([path])
+    assert "\n" not in str(info.value)

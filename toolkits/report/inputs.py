@@ -121,9 +121,11 @@ def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | N
     failure = _failure_of(raw)
     prediction = raw.get("error_attribution_result")
     prediction = prediction if isinstance(prediction, Mapping) else {}
-    evidence = raw.get("source_evidence_ids") or []
+    evidence = raw.get("source_evidence_ids")
     if isinstance(evidence, str):
         evidence = [evidence]
+    elif not isinstance(evidence, list | tuple):
+        evidence = []  # missing or malformed: the case is rendered without source evidence
     record_split = raw.get("split") if isinstance(raw.get("split"), str) else None
     graph_path = raw.get("graph_path")
     return ReportRecord(
@@ -207,11 +209,16 @@ def load_attribution_inputs(paths: Sequence[str | Path]) -> AttributionInput:
     for path in paths:
         name = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is tolerated
         except FileNotFoundError:
             raise ReportInputError(f"input file {name!r} not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ReportInputError(f"input file {name!r} cannot be read: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ReportInputError(
+                f"input file {name!r} is not UTF-8 text (byte {exc.start}: {exc.reason}); expected the JSON "
+                "written by run_error_attribution.py"
+            ) from None
+        except OSError as exc:
+            raise ReportInputError(f"input file {name!r} cannot be read: {exc.strerror or exc}") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
