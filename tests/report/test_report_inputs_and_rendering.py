@@ -10,7 +10,7 @@ import pytest
 from tests.report.conftest import FAULTBENCH, MISSING_OP
 from toolkits.report.graphs import GraphStore
 from toolkits.report.inputs import ReportInputError, load_attribution_inputs, records_from_json
-from toolkits.report.overviews import OverviewError, builtin_overview, resolve_overview
+from toolkits.report.overviews import Overview, OverviewError, builtin_overview, resolve_overview
 from toolkits.report.rendering import keep_last_tokens, render_cases
 
 
@@ -85,6 +85,12 @@ def test_overview_from_a_file_from_text_and_a_missing_path(tmp_path: Path):
     path.write_text("My system stores facts.\n", encoding="utf-8")
     assert resolve_overview(str(path)) .text == "My system stores facts."
     assert resolve_overview("A cache in front of a vector store.").source == "inline"
+    # one-line overviews with slashes are text, not paths
+    for text in ("Mem0 with ADD/UPDATE/DELETE decisions per fact.", "A store that keeps and/or merges facts"):
+        assert resolve_overview(text) == Overview(text=text, source="inline")
+    for path in ("overviews/missing", "my overview.md", "notes.txt"):
+        with pytest.raises(OverviewError, match="looks like a path"):
+            resolve_overview(path)
     with pytest.raises(OverviewError, match="no such file"):
         resolve_overview(str(tmp_path / "nope.md"))
     (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")

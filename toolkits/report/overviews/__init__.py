@@ -78,9 +78,13 @@ def resolve_overview(value: str | None, *, memory_systems: Sequence[str] = ()) -
     name = _canonical(value)
     if name is not None:
         return Overview(text=builtin_overview(name), source=f"builtin:{name}")
-    single_line = "\n" not in value.strip()
+    stripped = value.strip()
+    single_line = "\n" not in stripped
+    # a text file name, or one word with a folder separator; a sentence with a slash
+    # ("ADD/UPDATE/DELETE") is overview text
     looks_like_path = single_line and (
-        value.strip().lower().endswith((".md", ".txt")) or any(sep in value for sep in {"/", "\\", os.sep} if sep)
+        stripped.lower().endswith((".md", ".txt"))
+        or (not any(ch.isspace() for ch in stripped) and any(sep in stripped for sep in {"/", "\\", os.sep}))
     )
     path = Path(value.strip())
     if single_line and path.is_file():
