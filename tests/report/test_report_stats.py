@@ -234,3 +234,30 @@ def test_the_trail_wins_over_the_error_type_and_disagreements_are_counted(tmp_pa
 def test_fixture_has_the_deviations_the_tests_rely_on(all_outputs):
     records = [r for _, r in _raw_records(all_outputs)]
     assert any(r["error_attribution_result"]["op_id"] == MISSING_OP for r in records)
+
+
+def test_real_evidence_flow_trails_under_the_record_key_place_every_loss(tmp_path):
+    """The shape the attribution runner writes for evidence_flow records: a record-level
+    ``evidence_flow`` object ``{status, confidence, trail}`` next to ``error_attribution_result``."""
+    from tests.report.conftest import FAULTBENCH
+    from toolkits.bench_utils import load_memtracebench
+    from toolkits.evidence_flow import attribute_case_evidence_flow
+
+    graphs, cases = load_memtracebench(FAULTBENCH, download=False)
+    records = []
+    for graph, case in zip(graphs, cases, strict=True):
+        result = attribute_case_evidence_flow(graph, case)
+        assert result["status"] == "attributed", case.query_full_node_id
+        records.append({
+            "query_id": case.query_full_node_id, "graph_path": case.metadata["graph_path"],
+            "error_attribution_result": {k: result[k] for k in ("error_type", "op_id", "reason")},
+            "evidence_flow": {k: result[k] for k in ("status", "confidence", "trail")},
+        })
+    path = tmp_path / "evidence_flow.json"
+    path.write_text(json.dumps({"split": "all", "exploration_strategy": "evidence_flow", "results": records}))
+    funnel = analyse([path]).statistics["loss_funnel"]["overall"]
+    assert funnel["basis"] == {"trail": len(records), "error_type": 0, "unknown": 0}
+    assert funnel["trail_disagrees_with_error_type"] == 0
+    expected = Counter(STAGE_OF_TYPE[r["error_attribution_result"]["error_type"]] for r in records)
+    assert funnel["lost_at"] == {s: expected[s] for s in FUNNEL_STAGES}
+    assert len([s for s in FUNNEL_STAGES if expected[s]]) >= 4  # the benchmark loses information at most stages

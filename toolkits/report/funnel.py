@@ -7,10 +7,17 @@ held when the question is asked), ``retrieval`` (it reaches the answering contex
 
 The loss stage of a case comes from its ``evidence_flow`` trail when the record carries one —
 the trail says stage by stage whether the information was still present — and otherwise from the
-attributed error type (an ``ExtractionError`` is a loss at extraction, and so on). Trails are
-read defensively: stage names are mapped through a table of aliases (several versions of
-``evidence_flow`` name them differently), unknown stages are ignored, and a trail that says
-nothing usable falls back to the error type.
+attributed error type (an ``ExtractionError`` is a loss at extraction, and so on).
+
+Where the trail is read (:func:`find_trail`): the record-level object that the attribution
+runner writes for ``evidence_flow`` records,
+``"evidence_flow": {"status": …, "confidence": …, "trail": [step, …]}``, where each step is
+``toolkits.evidence_flow``'s ``{"stage", "present", "op_id", "op_name", "node_id", "score",
+"note"}`` (only ``stage`` and ``present`` are used); for outputs of other writers also
+``error_attribution_result.trail``, ``evidence_flow_trail`` and ``trail``, as a list or as that
+list serialised to a string. Trails are read defensively: stage names are mapped through a table
+of aliases (several versions of ``evidence_flow`` name them differently), unknown stages are
+ignored, and a trail that says nothing usable falls back to the error type.
 """
 
 from __future__ import annotations
@@ -99,8 +106,9 @@ def _parse(value: Any) -> Any:
 def find_trail(record: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     """The ``evidence_flow`` trail stored in an attribution record, wherever a version put it.
 
-    Looks in ``error_attribution_result.trail``, ``evidence_flow.trail``, ``evidence_flow_trail``
-    and ``trail``; accepts a list of step objects or that list serialised as a string.
+    Looks in ``evidence_flow.trail`` (what the attribution runner writes),
+    ``error_attribution_result.trail``, ``evidence_flow_trail`` and ``trail``; accepts a list of
+    step objects or that list serialised as a string.
 
     Returns:
         The steps that are objects with a ``stage``, or None when no trail is found.
@@ -108,8 +116,8 @@ def find_trail(record: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     prediction = record.get("error_attribution_result")
     flow = record.get("evidence_flow")
     candidates = [
-        prediction.get("trail") if isinstance(prediction, Mapping) else None,
         flow.get("trail") if isinstance(flow, Mapping) else None,
+        prediction.get("trail") if isinstance(prediction, Mapping) else None,
         record.get("evidence_flow_trail"),
         record.get("trail"),
     ]
