@@ -207,3 +207,49 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path):
     with pytest.raises(ReportInputError, match="not UTF-8") as info:
         load_attribution_inputs([path])
     assert "\n" not in str(info.value)
+
+
+def test_graphs_are_held_a_few_at_a_time_and_read_once_per_pass(all_outputs: list[Path], tmp_path: Path, monkeypatch):
+    """A MemTraceBench report names dozens of graphs of up to ~100 MB: they are not all kept in
+    memory. Records of one graph are handled together, even when the input interleaves them."""
+    from smartcomment.runtime.network import ExecNetwork
+    from toolkits.report.pipeline import analyse
+
+    records = []
+    for path in all_outputs:
+        records += [r for r in json.loads(path.read_text(encoding="utf-8"))["results"] if not r["attribution_failure"]]
+    by_graph: dict[str, list[dict]] = {}
+    for r in records:
+        by_graph.setdefault(r["graph_path"], []).append(r)
+    assert len(by_graph) >= 6
+    interleaved = [group[i] for i in range(max(map(len, by_graph.values()))) for group in by_graph.values()
+                   if i < len(group)]  # A B C … A B C …: no two records of a graph side by side
+    # the same graphs named by two input files (a relative and an absolute path) are one graph
+    first = [{**r, "graph_path": str(Path(r["graph_path"]).relative_to(FAULTBENCH.parent))} for r in interleaved[:5]]
+    (tmp_path / "faultbench").symlink_to(FAULTBENCH)
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    one.write_text(json.dumps(first), encoding="utf-8")
+    two.write_text(json.dumps(interleaved[5:]), encoding="utf-8")
+
+    loads: list[str] = []
+    live: list[GraphStore] = []
+    held: list[int] = []
+    real = ExecNetwork.from_file.__func__
+
+    def counting(cls, path, *args, **kwargs):
+        loads.append(str(Path(path).resolve()))
+        held.append(len(live[0]._graphs) if live else 0)
+        return real(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(ExecNetwork, "from_file", classmethod(counting))
+    analysis = analyse([one, two])
+    assert len(loads) == len(set(loads)) == len(by_graph)  # statistics: each graph read once
+    assert analysis.statistics["blamed_operations"]["unresolved"] == 1  # only the fixture's MISSING_OP
+    store = analysis.graphs
+    live.append(store)
+    loads.clear()
+    with pytest.warns(UserWarning, match=MISSING_OP):
+        rendered, unrenderable = render_cases(analysis.inputs.records, store, max_op_xml_tokens=100)
+    assert unrenderable == [] and [c.index for c in rendered] == list(range(len(interleaved)))
+    assert len(loads) == len(set(loads)) and set(loads) <= {str(Path(p).resolve()) for p in by_graph}
+    assert max(held) < store.max_loaded < len(by_graph)  # a few graphs in memory at a time, never all

@@ -1,13 +1,21 @@
-"""The execution graphs behind the records: each file loaded once, missing ones remembered.
+"""The execution graphs behind the records: a few in memory at a time, missing ones remembered.
 
 A record names its graph by ``graph_path`` (as the attribution run saw it). The path is tried as
 written, then relative to the folder of the input file, so an output moved together with its
-benchmark still resolves. A graph that cannot be loaded makes its cases *unrenderable* (listed
-in the report, kept out of the model batches); the rest of the report goes on.
+benchmark still resolves; two spellings of the same file are one graph. A graph that cannot be
+loaded makes its cases *unrenderable* (listed in the report, kept out of the model batches); the
+rest of the report goes on.
+
+A benchmark report names dozens of graphs, some of them hundreds of megabytes once imported, so
+the store keeps only the :attr:`GraphStore.max_loaded` most recently used ones; the passes over
+the records (:meth:`GraphStore.by_graph`) visit the records of one graph together, so each file
+is read once per pass however the input orders its records.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +46,20 @@ class OpInfo:
 
 
 class GraphStore:
-    """Loads each graph file at most once and answers the questions the report asks of it."""
+    """Loads graph files on demand, keeps the most recently used few, and answers the questions
+    the report asks of them.
 
-    def __init__(self) -> None:
-        self._graphs: dict[str, Any] = {}
+    Args:
+        max_loaded: Graphs kept in memory at once (the least recently used is dropped first).
+    """
+
+    def __init__(self, max_loaded: int = 2) -> None:
+        if max_loaded < 1:
+            raise ValueError(f"max_loaded must be >= 1, got {max_loaded}")
+        self.max_loaded = max_loaded
+        self._graphs: OrderedDict[str, Any] = OrderedDict()
         self._errors: dict[str, str] = {}
+        self._keys: dict[tuple[str, str], str] = {}
 
     def resolve_path(self, record: ReportRecord) -> Path | None:
         """The existing file the record's ``graph_path`` points to, or None."""
@@ -54,10 +71,19 @@ class GraphStore:
             candidates.append(Path(record.source_file).parent / given)
         return next((p for p in candidates if p.is_file()), None)
 
+    def by_graph(self, records: Iterable[ReportRecord]) -> list[ReportRecord]:
+        """The records reordered so that those of one graph are consecutive (graphs in the order
+        they first appear, records of a graph in input order)."""
+        groups: dict[str, list[ReportRecord]] = {}
+        for record in records:
+            groups.setdefault(self._key(record), []).append(record)
+        return [record for group in groups.values() for record in group]
+
     def graph_for(self, record: ReportRecord) -> Any | None:
         """The record's ``ExecNetwork``, or None when it cannot be loaded (see :meth:`error_for`)."""
         key = self._key(record)
         if key in self._graphs:
+            self._graphs.move_to_end(key)
             return self._graphs[key]
         if key in self._errors:
             return None
@@ -70,6 +96,8 @@ class GraphStore:
             return None
         from smartcomment.runtime.network import ExecNetwork
 
+        while len(self._graphs) >= self.max_loaded:  # make room before reading: peak = max_loaded
+            self._graphs.popitem(last=False)
         try:
             graph = ExecNetwork.from_file(path)
         except Exception as exc:  # noqa: BLE001 - any broken file makes its cases unrenderable, not the run
@@ -95,9 +123,15 @@ class GraphStore:
             return None
         return OpInfo(op_name=str(op.op_name or "(unnamed)"), category=str(op.category or "(none)"))
 
-    @staticmethod
-    def _key(record: ReportRecord) -> str:
-        return f"{record.source_file}\0{record.graph_path or ''}"
+    def _key(self, record: ReportRecord) -> str:
+        """The resolved file (one key for every spelling of a path), else the record's own words."""
+        named = (record.source_file, record.graph_path or "")
+        key = self._keys.get(named)
+        if key is None:
+            path = self.resolve_path(record)
+            key = str(path.resolve()) if path is not None else "\0".join(("missing", *named))
+            self._keys[named] = key
+        return key
 
 
 def memory_system_of(record: ReportRecord, graph: Any | None) -> str:

@@ -149,9 +149,7 @@ def render_cases(
     """
     rendered: list[RenderedCase] = []
     unrenderable: list[Unrenderable] = []
-    for record in records:
-        if not record.attributed:
-            continue
+    for record in graphs.by_graph(r for r in records if r.attributed):  # graph by graph, each file read once
         graph = graphs.graph_for(record)
         if graph is None:
             unrenderable.append(
@@ -164,6 +162,8 @@ def render_cases(
             )
             continue
         rendered.append(render_case(record, graph, max_op_xml_tokens=max_op_xml_tokens))
+    rendered.sort(key=lambda case: case.index)
+    unrenderable.sort(key=lambda case: case.index)
     return rendered, unrenderable
 
 

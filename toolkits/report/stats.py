@@ -85,9 +85,10 @@ def _recorded_op(value: Any) -> OpInfo | None:
 
 
 def collect_case_facts(records: Sequence[ReportRecord], graphs: GraphStore) -> list[CaseFacts]:
-    """Resolve every record against its graph (each graph file is loaded once)."""
+    """Resolve every record against its graph (graph by graph, each file read once); the facts
+    come back in record-index (input) order."""
     facts: list[CaseFacts] = []
-    for record in records:
+    for record in graphs.by_graph(records):
         graph = graphs.graph_for(record)
         info = graphs.op_info(record, record.op_id) if record.attributed else None
         if info is None and record.attributed:
@@ -124,6 +125,7 @@ def collect_case_facts(records: Sequence[ReportRecord], graphs: GraphStore) -> l
                 cached=bool(record.raw.get("attribution_cached")),
             )
         )
+    facts.sort(key=lambda fact: fact.index)
     return facts
 
 
