@@ -251,3 +251,24 @@ def test_failed_attributions_are_listed_but_never_sent_to_the_model(outputs_dir,
     assert len(failed) == 1 and out["llm"]["cases_sent"] == out["statistics"]["attributed"]
     assert sent and not any("RateLimitError" in prompt for prompt in sent)
     assert not any(failed[0]["query_id"] in prompt for prompt in sent)
+
+
+def test_ctrl_c_keeps_the_finished_batches_and_a_rerun_resumes(outputs_dir, tmp_path: Path, capsys):
+    class Interrupting(Factory):
+        def __call__(self, batch_index: int) -> ScriptedChatModel:
+            self.calls.append(batch_index)
+            if batch_index == 1:
+                raise KeyboardInterrupt
+            return ScriptedChatModel([version(f"v{batch_index + 1}")])
+
+    folder = tmp_path / "report"
+    args = ["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder), "--batch-size", "2",
+            "--no-png", "--no-progress"]
+    assert generate_report.main(args, model_factory=Interrupting()) == 130
+    last = _stderr_lines(capsys)[-1]
+    assert last.startswith("interrupted: 1 of ") and last.endswith("rerun the same command to resume")
+    data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
+    assert data["report"] == "v1" and data["complete"] is False and data["llm"]["failure"] == "interrupted"
+    healthy = Factory()
+    assert generate_report.main(args, model_factory=healthy) == 0
+    assert healthy.calls[0] == 1  # batch 1 is not asked again
