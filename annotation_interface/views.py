@@ -539,11 +539,7 @@ def _manual_form(pg: ParsedGraph, qa: QARecord, graph_name: str, args: Any) -> N
     st.markdown("#### Manual attribution")
     output = Path(args.output_path)
     count, problem = store.check_output(output)
-    if problem:
-        st.error(problem)
-    else:
-        st.caption(f"Records are appended to `{output}` ({count} saved so far). Click an edge in a candidate "
-                   "graph or the trail to put it in the form.")
+    status = st.empty()  # filled after the form, so that a save in this run is counted
     if ss.f_type not in store.ERROR_LABELS:
         ss.f_type = None
     with st.form("manual_form"):
@@ -568,7 +564,13 @@ def _manual_form(pg: ParsedGraph, qa: QARecord, graph_name: str, args: Any) -> N
             except (store.OutputFileError, OSError) as exc:
                 st.error(f"Not saved: {exc}")
             else:
+                count = total
                 ss.save_msg = f"Saved `{qa.qa_id}` as {attribution.error_type} — record {total} in `{output}`."
+    if problem:
+        status.error(problem)
+    else:
+        status.caption(f"Records are appended to `{output}` ({count} saved so far). Click an edge in a candidate "
+                       "graph or the trail to put it in the form.")
     if ss.save_msg:
         st.success(ss.save_msg)
 

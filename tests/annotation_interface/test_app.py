@@ -337,3 +337,19 @@ def test_missing_data_path_and_bad_flags(app, tmp_path):
     at = _ok(app(tmp_path, "--llm-strategy", "nonsense"))
     assert any("Bad command line" in e.value for e in at.error)
     assert "--output-path" in at.code[0].value
+
+
+def test_the_saved_count_is_current_right_after_a_save(app, sc_fixtures, tmp_path):
+    out = tmp_path / "annotations.json"
+    out.write_text('[{"earlier": "record"}]')
+    at = _ok(app(sc_fixtures / "sc012_memtracebench_like.json", output=out))
+    at.radio(key="view").set_value("Error attribution").run()
+    at.selectbox(key="attr_pick").select("locomo-qa-1-2").run()
+    assert any("(1 saved so far)" in c.value for c in at.caption)
+    at.selectbox(key="f_type").select("AnnotationError")
+    at.text_area(key="f_reason").input("The golden answer is not in the conversation.")
+    _submit(at).click().run()
+    _ok(at)
+    assert any("record 2" in s.value for s in at.success)
+    assert any("(2 saved so far)" in c.value for c in at.caption)
+    assert len(json.loads(out.read_text())) == 2
