@@ -104,7 +104,7 @@ def test_bad_split_and_broken_file(bench_dir):
     with pytest.raises(ValueError, match="unknown MemTraceBench split"):
         load_memtracebench(bench_dir, "letta")
     (bench_dir / "mem0" / "c_broken.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ValueError, match="c_broken.json: not a MemTraceBench graph file"):
+    with pytest.raises(ValueError, match=r"c_broken\.json: not a graph file \(JSONDecodeError"):
         load_memtracebench(bench_dir, "mem0")
 
 
