@@ -152,12 +152,15 @@ def read_records(path: str | os.PathLike[str]) -> list[Any]:
 def check_output(path: str | os.PathLike[str]) -> tuple[int, str | None]:
     """``(records saved so far, problem)`` — the problem is None when saving will work."""
     p = Path(path)
+    if p.is_dir():
+        return 0, f"output path {str(p)!r} is a folder: give a file name"
+    parent = next((q for q in p.parents if q.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return 0, f"output path {str(p)!r} cannot be created: {str(parent)!r} is a file, not a folder"
     try:
         records = _parse(p)
     except OutputFileError as exc:
         return 0, str(exc)
-    if p.is_dir():
-        return 0, f"output path {str(p)!r} is a folder: give a file name"
     return len(records), None
 
 

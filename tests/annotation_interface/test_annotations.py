@@ -157,3 +157,17 @@ def test_concurrent_processes_lose_no_record(tmp_path):
     records = json.loads(out.read_text())
     assert len(records) == 60
     assert {(r["p"], r["i"]) for r in records} == {(str(k), i) for k in range(3) for i in range(20)}
+
+
+def test_an_output_path_that_cannot_be_a_file_is_named_before_any_save(tmp_path):
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    count, problem = store.check_output(folder)
+    assert count == 0 and "is a folder: give a file name" in problem
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    count, problem = store.check_output(blocker / "annotations.json")
+    assert count == 0 and "not a folder" in problem
+    with pytest.raises(OSError):
+        store.append_record(blocker / "annotations.json", {"n": 1})
+    assert blocker.read_text() == "x"
