@@ -183,7 +183,7 @@ def attribute_case_evidence_flow(
         evidence_tokens=frozenset().union(*(content_tokens(message_text(n.value)) for n in choice.seeds)),
         document_frequency=view.document_frequency, documents=len(view.messages), answer_spread=choice.answer_spread,
         answer_threshold=answer_threshold, evidence_threshold=evidence_threshold, embedder=embedder,
-        embedding_threshold=embedding_threshold,
+        embedding_threshold=embedding_threshold, question=question, golden=golden, rivals=choice.rivals,
     )
     for note in choice.notes:
         trail.add("evidence", note=note)

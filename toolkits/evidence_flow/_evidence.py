@@ -60,6 +60,8 @@ class EvidenceChoice:
     notes: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     """Given evidence ids that are not in the graph."""
+    rivals: list[Statement] = field(default_factory=list)
+    """Answer mode: statements of the other messages that hold the golden answer (not restatements)."""
 
 
 def node_statements(view: GraphView, node: NodeRec) -> list[Statement]:
@@ -228,16 +230,19 @@ def _answer_choice(
     facts = _about_the_question([s for m in seeds for s in answer_statements(view, m, answer, threshold)],
                                 question, view.speakers)
     seed_ids = {m.full_node_id for m in seeds}
+    rivals: list[Statement] = []
     for other in restate_from:
         if other.full_node_id in seed_ids:
             continue
         other_facts = answer_statements(view, other, answer, threshold)
-        if any(_restates(f, o, answer, view.speakers) for f in facts for o in other_facts):
+        if any(_restates(f, o, answer, view) for f in facts for o in other_facts):
             seeds = [*seeds, other]
             seed_ids.add(other.full_node_id)
             notes.append(f"{other.full_node_id} restates the fact")
+        else:
+            rivals.extend(other_facts)
     return EvidenceChoice(mode="answer", seeds=seeds, facts=facts, source=source, confidence=confidence,
-                          answer_spread=spread, notes=notes, unresolved=unresolved)
+                          answer_spread=spread, notes=notes, unresolved=unresolved, rivals=rivals)
 
 
 def _about_the_question(facts: list[Statement], question: frozenset[str], names: frozenset[str]) -> list[Statement]:
@@ -249,6 +254,9 @@ def _about_the_question(facts: list[Statement], question: frozenset[str], names:
     return [f for f, n in zip(facts, overlap, strict=True) if n == max(overlap)]
 
 
-def _restates(fact: Statement, other: Statement, answer: frozenset[str], names: frozenset[str]) -> bool:
-    key = fact.tokens - answer - names
+def _restates(fact: Statement, other: Statement, answer: frozenset[str], view: GraphView) -> bool:
+    """``other`` says the fact again: it holds most of the fact's own words (words that most messages
+    use, a layer's framing or filler, say nothing about this fact)."""
+    common = max(4, len(view.messages) // 2 + 1)
+    key = {t for t in fact.tokens - answer - view.speakers if view.document_frequency.get(t, 0) < common}
     return bool(key) and len(key & other.tokens) / len(key) >= _RESTATEMENT_SUPPORT

@@ -30,8 +30,11 @@ from ._text import content_tokens, text_lines
 __all__ = [
     "ANCHOR_KINDS",
     "Statement",
+    "agent_of",
     "anchors_of",
+    "clauses",
     "is_negated",
+    "is_negated_about",
     "merge_statements",
     "pair_statements",
     "segments",
@@ -84,9 +87,63 @@ def anchors_of(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     return {kind: frozenset(values) for kind, values in groups.items()}
 
 
+# Negators that do not negate anything ("can't wait" is eagerness, "no doubt" agreement).
+_NEGATION_IDIOMS = re.compile(
+    r"\b(?:can'?t|cannot|can not|couldn'?t|could not)\s+(?:wait|believe)\b|\bno\s+(?:doubts?|wonder|worries|problem)\b"
+    r"|\bnot\s+only\b|\bnever\s+mind\b", re.IGNORECASE)
+# Where one clause ends and another, with its own polarity, begins: semicolons, dashes, or a
+# conjunction or comma before a new subject ("..., I only started ...", "... but she ..."). A
+# conjunction without a subject joins verb phrases that share the negation ("I have not a painting
+# to remind me to stay true and be a leader").
+_SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b|[A-Z][a-z]+\b)"
+_CLAUSE_BREAK = re.compile(
+    r"\s*(?:;|—|–|\s-\s|,?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
+    r"|,\s*(?=" + _SUBJECT + r"))\s*")
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of a sentence (see ``_CLAUSE_BREAK``)."""
+    return [part for part in _CLAUSE_BREAK.split(text.replace("’", "'")) if part and part.strip()] or [text]
+
+
+def is_negated_about(text: str, focus: frozenset[str]) -> bool:
+    """True when the clause of ``text`` that speaks of ``focus`` (content tokens) is negated; when no
+    clause does, whether the sentence is. "I signed with the Wolves and can't wait to play" is not a
+    negated signing; "I didn't start surfing five years ago, I only ..." is a negated start."""
+    parts = clauses(text)
+    focused = [part for part in parts if content_tokens(part) & focus] if focus else []
+    return any(is_negated(part) for part in (focused or parts))
+
+
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
+# A statement that opens by naming who speaks: the buffer layers' frame, "X said:", "X:".
+_ATTRIBUTION_LEAD = re.compile(r"^\s*(?:Speaker\s+\S+(?:\s+\([^)]*\))?\s+says:|[A-Z][A-Za-z'’\-]*\s+"
+                               r"(?:said|says|wrote|writes|replied|replies|told \w+|asked|asks)\b[:,]?|[A-Z][A-Za-z'’\-]*:)\s*")
+
+
+def agent_of(statement: Statement, names: frozenset[str], focus: frozenset[str]) -> str | None:
+    """Whom the clause about ``focus`` is about: the first known person it names (outside ``focus``,
+    so a name that is the answer does not count), else its speaker when it speaks in the first
+    person; None when it does not say. "John donated his old car to the shelter Maria volunteers
+    at" is about John, "I donated my old car" about its speaker."""
+    body = _ATTRIBUTION_LEAD.sub("", statement.text, count=1)
+    parts = clauses(body)
+    scored = [(len(content_tokens(part) & focus), -i, part) for i, part in enumerate(parts)]
+    best = max(scored)[2] if focus and max(scored)[0] > 0 else body
+    for raw in _WORD.findall(best):
+        word = raw.lower().replace("’", "'")
+        bare = word[:-2] if word.endswith("'s") else word
+        if bare in names and bare not in focus:
+            return bare
+        if word in _FIRST_PERSON:
+            return statement.speaker
+    return None
+
+
 def is_negated(text: str) -> bool:
-    """True when ``text`` is negated (a lone "No," answering a question does not count)."""
-    cleaned = _INTERJECTION_NO.sub(" ", text)
+    """True when ``text`` is negated (a lone "No," answering a question, and idioms such as "can't
+    wait" or "no doubt", do not count)."""
+    cleaned = _NEGATION_IDIOMS.sub(" ", _INTERJECTION_NO.sub(" ", text.replace("’", "'")))
     for raw in _WORD.findall(cleaned.lower()):
         word = raw.replace("’", "'")
         if word in _NEGATORS or word.endswith("n't"):

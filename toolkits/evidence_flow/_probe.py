@@ -29,11 +29,12 @@ word is never overruled by similarity.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._facts import Statement, anchors_of, segments
-from ._text import Embedder, cosine, token_recall
+from ._facts import Statement, agent_of, anchors_of, is_negated_about, segments
+from ._text import Embedder, cosine, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
 
@@ -43,6 +44,11 @@ _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0
 _MAX_SECOND_OPINIONS = 8
 _BASE_NEED = 0.25
+# A segment that holds a rival statement's own words this fully, and clearly more than the fact's,
+# is that rival's copy.
+_RIVAL_SUPPORT = 0.75
+_RIVAL_MARGIN = 0.2
+_RIVAL_SCORE = 0.5
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,7 +87,14 @@ class FactProbe:
     evidence_threshold: float
     embedder: Embedder | None = None
     embedding_threshold: float = 0.8
+    asked_kinds: frozenset[str] = frozenset()
+    """Anchor kinds the question asks for (``when`` → time words, ``how many`` → numbers)."""
+    answer_sequence: tuple[str, ...] = ()
+    """The golden answer's tokens in order (a number and the word it counts stay together)."""
+    rivals: list[Statement] = field(default_factory=list)
+    """Statements of *other* messages that also hold the golden answer (answer mode)."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
+    _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
     _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
@@ -102,6 +115,9 @@ class FactProbe:
         evidence_threshold: float,
         embedder: Embedder | None = None,
         embedding_threshold: float = 0.8,
+        question: str = "",
+        golden: str = "",
+        rivals: Sequence[Statement] = (),
     ) -> FactProbe:
         """Build the probe.
 
@@ -119,6 +135,9 @@ class FactProbe:
             evidence_threshold: support needed in evidence mode.
             embedder: optional second opinion.
             embedding_threshold: cosine similarity that the second opinion needs.
+            question: the question's text (what it asks for: a time, a number).
+            golden: the golden answer's text.
+            rivals: statements of other messages that hold the golden answer too.
         """
         n = max(documents, 1)
         weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
@@ -132,7 +151,8 @@ class FactProbe:
         return cls(mode=mode, facts=list(facts), answer_tokens=answer_tokens, question_tokens=question_tokens,
                    names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
-                   embedder=embedder, embedding_threshold=embedding_threshold)
+                   embedder=embedder, embedding_threshold=embedding_threshold, asked_kinds=asked_kinds(question),
+                   answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [])
 
     # ------------------------------------------------------------------ measures
     @property
@@ -158,6 +178,37 @@ class FactProbe:
             return 1.0
         return math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total
 
+    def _rival_support(self, segment: Statement) -> float:
+        """How fully the segment holds the distinctive content of the best-matching rival statement."""
+        if self._rival_keys is None:
+            keys = []
+            for rival in self.rivals:
+                key = self.support_tokens(rival)
+                total = math.fsum(self._weight(t) for t in sorted(key))
+                if total > 0:
+                    keys.append((key, total))
+            self._rival_keys = keys
+        best = 0.0
+        for key, total in self._rival_keys:
+            if key & segment.tokens:
+                best = max(best, math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total)
+        return best
+
+    def key_tokens(self, fact: Statement) -> frozenset[str]:
+        """Evidence mode: the words of a fact that carry the answer — those it shares with the golden
+        answer, and, when the question asks when or how long/many, its time or number words."""
+        key = set(fact.tokens & self.answer_tokens)
+        for kind, values in fact.anchors.items():
+            if kind in self.asked_kinds:
+                key |= values
+        return frozenset(key)
+
+    def _states_answer(self, segment: Statement) -> bool:
+        """The segment states the golden answer's own anchors (a resolved date, a computed count)."""
+        own = frozenset().union(*anchors_of(self.answer_tokens).values()) - self.evidence_tokens if self.answer_tokens \
+            else frozenset()
+        return bool(own) and token_recall(own, segment.tokens) >= 0.5
+
     def conflict(self, fact: Statement, segment: Statement) -> str | None:
         """Why the segment contradicts the fact (None when it does not).
 
@@ -174,8 +225,19 @@ class FactProbe:
         if (seg_ref.speaker and fact_ref.speaker and seg_ref.speaker != fact_ref.speaker
                 and fact_ref.speaker not in seg_ref.persons - {seg_ref.speaker}):
             return "person"
-        if seg_ref.negated != fact_ref.negated:
-            return "negation"
+        focus = self.answer_tokens if self.mode == "answer" and self.answer_tokens else self.support_tokens(fact)
+        # the clause that states it is about someone else ("John donated his old car to the shelter
+        # Maria volunteers at" for Maria's donation)
+        fact_agent = agent_of(fact_ref, self.names, focus)
+        seg_agent = agent_of(seg_ref, self.names, focus) if fact_agent else None
+        if fact_agent and seg_agent and fact_agent != seg_agent:
+            return "person"
+        if not _bound_alike(self.answer_sequence, token_sequence(fact_ref.text), token_sequence(seg_ref.text)):
+            return "number"
+        if seg_ref.negated or fact_ref.negated:
+            # polarity of the clause that speaks of the answer (or of the fact's own words)
+            if is_negated_about(seg_ref.text, focus) != is_negated_about(fact_ref.text, focus):
+                return "negation"
         fact_anchors = dict(fact.anchors)
         for kind, values in anchors_of(self.answer_tokens).items():
             fact_anchors[kind] = fact_anchors.get(kind, frozenset()) | values
@@ -200,11 +262,23 @@ class FactProbe:
             score = min(answer_score, support_score, _MAX_SCORE)
             why = ("answer+support" if score >= 1.0 else
                    "answer missing" if answer_score < 1.0 else "answer without the fact's context")
+            if score >= 1.0 and self.rivals:
+                rival = self._rival_support(segment)
+                if rival >= _RIVAL_SUPPORT and rival > support + _RIVAL_MARGIN:
+                    # the segment is another message's statement of the same answer, copied into a
+                    # memory that holds both (a buffer, a document, an episode)
+                    return min(score, _RIVAL_SCORE), "another message's statement of the answer", False
             # only the context around a present answer may be a paraphrase worth a second opinion
             borderline = answer_score >= 1.0 and _BORDERLINE <= support_score < 1.0
         else:
             score = support_score
             why = "evidence content" if score >= 1.0 else "evidence content missing"
+            key = self.key_tokens(fact)
+            if key and score >= 1.0 and not self._states_answer(segment):
+                # the words that carry the answer (its share of the evidence, the date of a "when")
+                key_score = token_recall(key, segment.tokens) / self.answer_threshold
+                if key_score < 1.0:
+                    score, why = key_score, "the evidence's answer words missing"
             borderline = _BORDERLINE <= score < 1.0
         if score >= _BORDERLINE:
             clash = self.conflict(fact, segment)
@@ -257,6 +331,38 @@ class FactProbe:
             return "golden-answer tokens " + ", ".join(sorted(self.answer_tokens)) + (
                 f" with their context (support ≥ {self.need:.2f})" if self.need else "")
         return f"the distinctive content of {len(self.facts)} evidence statement(s)"
+
+
+_TIME_KINDS = frozenset({"month", "weekday", "season", "relative", "unit", "number"})
+_ASKS_TIME = re.compile(r"^\s*when\b|\bwhat (?:date|day|month|year|time|week|weekend)\b|\bhow long ago\b|\bwhich "
+                        r"(?:date|day|month|year|week|weekend)\b", re.IGNORECASE)
+_ASKS_COUNT = re.compile(r"\bhow (?:many|much|long|old|often|far)\b|\bwhat (?:number|age|percentage)\b", re.IGNORECASE)
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """Anchor kinds whose words answer the question: time words for "when", numbers and time units
+    for "how many/long/much"."""
+    if _ASKS_TIME.search(question):
+        return _TIME_KINDS
+    if _ASKS_COUNT.search(question):
+        return frozenset({"number", "unit"})
+    return frozenset()
+
+
+def _near(sequence: Sequence[str], first: str, second: str, reach: int = 2) -> bool:
+    positions = [i for i, t in enumerate(sequence) if t == first]
+    return any(sequence[j] == second for i in positions for j in range(i + 1, min(len(sequence), i + 1 + reach)))
+
+
+def _bound_alike(answer: Sequence[str], fact: Sequence[str], segment: Sequence[str]) -> bool:
+    """A number of the answer and the word it counts ("2 miles") are next to each other in the
+    segment whenever they are in the fact ("3 miles each time" with "2 dogs" is another number)."""
+    for first, second in zip(answer, answer[1:], strict=False):
+        if first.isdigit() == second.isdigit():
+            continue
+        if _near(fact, first, second) and not _near(segment, first, second):
+            return False
+    return True
 
 
 def _conflict_reference(segment: Statement, answer_tokens: frozenset[str]) -> Statement:

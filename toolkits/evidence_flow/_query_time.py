@@ -163,18 +163,46 @@ class _Containment:
         return self.probe.assess(node_text(node, flow=True)).present, False
 
 
+def _served_versions(view: GraphView, window: list[EdgeRec], qa_op: str | None) -> dict[str, list[NodeRec]]:
+    """Unit versions the answering op links that this question's retrieval did not serve, each mapped
+    to the versions of the same unit that retrieval did serve.
+
+    Evaluation links a retrieved memory by its identity, which resolves to the unit's *latest*
+    version; when retrieval served an older snapshot (a stale cache, a version recorded at search
+    time), the context was built from what retrieval served, not from the latest version.
+    """
+    served: dict[str, list[NodeRec]] = {}
+    for edge in window:
+        if edge.op_id == qa_op or view.op_category(edge.op_id) != "retrieval":
+            continue
+        node = view.nodes.get(edge.target)
+        if node is not None and is_memory_unit(node):
+            versions = served.setdefault(node.full_name, [])
+            if all(v.full_node_id != node.full_node_id for v in versions):
+                versions.append(node)
+    out: dict[str, list[NodeRec]] = {}
+    for edge in view.op_edges.get(qa_op or "", []):
+        node = view.nodes.get(edge.source)
+        if node is None or not is_memory_unit(node) or node.full_name not in served:
+            continue
+        if all(v.full_node_id != node.full_node_id for v in served[node.full_name]):
+            out[node.full_node_id] = served[node.full_name]
+    return out
+
+
 def judge_query_time(view: GraphView, probe: FactProbe, query: NodeRec, answering: Answering,
                      holders: dict[str, NodeRec], trail: Any) -> QueryTimeVerdict:
     """Follow the holders through the question's retrieval into the context (module docstring)."""
     contain = _Containment(view, probe, holders)
     window, first_retrieval_op = query_window(view, query, answering.op_id)
+    served = _served_versions(view, window, answering.op_id)
     context = answering.context
     if context is not None:
         units = [view.nodes[e.source] for e in view.op_edges.get(answering.op_id or "", [])
                  if e.target == context.full_node_id and e.source in view.nodes
                  and is_memory_unit(view.nodes[e.source])]
         if units:
-            context_has = any(contain.check(u)[0] for u in units)
+            context_has = any(contain.check(v)[0] for u in units for v in served.get(u.full_node_id, [u]))
             by_identity = True
         else:
             context_has, by_identity = contain.check(context)
@@ -195,7 +223,11 @@ def judge_query_time(view: GraphView, probe: FactProbe, query: NodeRec, answerin
             continue
         for node in (source, target):
             if node.full_node_id not in containing:
-                has, by_id = contain.check(node)
+                stand_ins = served.get(node.full_node_id)
+                if stand_ins is not None:  # the answering op names another version than retrieval served
+                    has, by_id = any(contain.check(v)[0] for v in stand_ins), True
+                else:
+                    has, by_id = contain.check(node)
                 identity = identity and (by_id or not has)
                 if has:
                     containing.add(node.full_node_id)

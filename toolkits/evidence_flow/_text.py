@@ -26,6 +26,7 @@ __all__ = [
     "message_text",
     "text_lines",
     "token_recall",
+    "token_sequence",
 ]
 
 #: Share of the golden answer's content tokens a text must contain to carry the answer.
@@ -129,6 +130,16 @@ def content_tokens(text: str) -> frozenset[str]:
     return frozenset(tokens)
 
 
+def token_sequence(text: str) -> list[str]:
+    """The normalised content tokens of ``text`` in order (as :func:`content_tokens` makes them)."""
+    out = []
+    for raw in _TOKEN_RE.findall(text.lower()):
+        if raw in _STOP_WORDS:
+            continue
+        out.append((raw.lstrip("0") or "0") if raw.isdigit() else _stem(raw))
+    return out
+
+
 def token_recall(probe: Iterable[str], tokens: Iterable[str]) -> float:
     """Return the share of ``probe`` tokens found in ``tokens`` (0.0 for an empty probe)."""
     probe_set = set(probe)
@@ -224,8 +235,15 @@ def memory_text(raw: str, *, unit: bool = True) -> str:
     return "\n".join(_flatten(decoded, skip_keys=skip))
 
 
+# How the Long-Context and NaiveRAG layers word a message (spec §4.6): the speaker line and the
+# timestamp line are the same for every message, so they are framing, not what the message says.
+_SPEAKER_FRAME = re.compile(r"^Speaker .{1,80}? \(role: [^)\n]{0,40}\) says: (?P<body>.*?)(?:\nTimestamp: [^\n]*)?\s*$",
+                            re.DOTALL)
+
+
 def message_text(raw: str) -> str:
-    """Return what a message node says: its ``content`` field without Mem0's metadata suffix."""
+    """Return what a message node says: its ``content`` field without Mem0's metadata suffix and
+    without the ``Speaker X (role: r) says: ... Timestamp: ...`` frame of the buffer layers."""
     decoded = decode_value(raw)
     if isinstance(decoded, dict) and isinstance(decoded.get("content"), str):
         content = decoded["content"]
@@ -234,7 +252,9 @@ def message_text(raw: str) -> str:
     else:
         content = "\n".join(_flatten(decoded, skip_keys=frozenset()))
     cut = content.find(_MEM0_SUFFIX)
-    return content if cut < 0 else content[:cut]
+    content = content if cut < 0 else content[:cut]
+    framed = _SPEAKER_FRAME.match(content)
+    return framed.group("body") if framed else content
 
 
 class Embedder(Protocol):

@@ -1,0 +1,1 @@
+"""An attribution benchmark built independently of ``toolkits/faultbench`` (see ``build.py``)."""
