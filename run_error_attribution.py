@@ -237,6 +237,8 @@ def build_record(
     record["attribution_cached"] = result.cached
     record["attribution_usage"] = result.usage
     record["starting_evidence_ids"] = result.evidence_ids
+    for name, detail in (getattr(result, "details", None) or {}).items():
+        record.setdefault(name, detail)  # never over a field of the benchmark or of the record
     return record
 
 

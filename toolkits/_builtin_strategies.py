@@ -136,10 +136,17 @@ async def long_context(ctx: StrategyContext) -> Any:
 class _Outcome:
     """Minimal outcome for strategies that return plain dicts."""
 
-    def __init__(self, prediction: dict[str, str] | None, failure: str | None) -> None:
+    def __init__(self, prediction: dict[str, str] | None, failure: str | None,
+                 details: dict[str, Any] | None = None) -> None:
         self.prediction = prediction
         self.failure = failure
+        self.details = details
         self.usage = {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+
+
+#: What of an evidence_flow result goes into the output record as its ``evidence_flow`` object
+#: (the report's loss funnel reads the trail there).
+_FLOW_DETAIL_KEYS = ("status", "confidence", "trail", "evidence", "best_guess")
 
 
 def evidence_flow(ctx: StrategyContext) -> Any:
@@ -151,10 +158,12 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     the attributor's status and reason, so it is counted wrong, never as a guess.
     """
     result = _run_evidence_flow(ctx)
+    details = {"evidence_flow": {k: result[k] for k in _FLOW_DETAIL_KEYS if k in result}}
     error_type = result.get("error_type")
     if error_type in ERROR_TYPES and result.get("status") in ("attributed", "op_not_found"):
         return _Outcome(
             {"error_type": error_type, "op_id": result.get("op_id") or "", "reason": str(result.get("reason", ""))},
             None,
+            details,
         )
-    return _Outcome(None, f"evidence_flow {result.get('status', 'failed')}: {result.get('reason', '')}")
+    return _Outcome(None, f"evidence_flow {result.get('status', 'failed')}: {result.get('reason', '')}", details)

@@ -59,8 +59,8 @@ def validate_entry(entry: Any) -> dict[str, Any]:
 
     A valid entry is a dict with ``error_attribution_result`` = ``{error_type, op_id, reason}``
     (a known error type, strings), ``time`` (a finite number >= 0), and optionally ``usage``
-    (non-negative integers), ``evidence_ids`` (a list of strings or null) and ``evidence_source``
-    (``annotated``, ``retrieved`` or null).
+    (non-negative integers), ``evidence_ids`` (a list of strings or null), ``evidence_source``
+    (``annotated``, ``retrieved`` or null) and ``details`` (an object keyed by name, or null).
 
     Raises:
         InvalidEntryError: naming the first field that is wrong.
@@ -90,13 +90,19 @@ def validate_entry(entry: Any) -> dict[str, Any]:
     source = entry.get("evidence_source")
     if source is not None and source not in EVIDENCE_SOURCES:
         raise InvalidEntryError(f"evidence_source: expected one of {EVIDENCE_SOURCES} or null, got {source!r}")
-    return {
+    details = entry.get("details")
+    if details is not None and (not isinstance(details, Mapping) or not all(isinstance(v, Mapping) for v in details.values())):
+        raise InvalidEntryError("details: expected an object of objects or null")
+    normalised = {
         "error_attribution_result": {k: prediction[k] for k in ("error_type", "op_id", "reason")},
         "time": float(seconds),
         "usage": {k: int(usage.get(k, 0)) for k in USAGE_KEYS},
         "evidence_ids": list(evidence) if evidence is not None else None,
         "evidence_source": source,
     }
+    if details:
+        normalised["details"] = {str(k): dict(v) for k, v in details.items()}
+    return normalised
 
 
 class CaseCache:

@@ -28,6 +28,7 @@ model calls and time are counted per runner instance (:class:`RunCosts`).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 import warnings
@@ -179,6 +180,9 @@ class CaseResult:
     """Starting evidence handed to the strategy."""
     evidence_source: Literal["annotated", "retrieved"] | None = None
     """Where the starting evidence came from."""
+    details: dict[str, Any] | None = None
+    """What the strategy says beside its prediction, by name, written into the output record
+    (``evidence_flow``: ``{"status", "confidence", "trail", "evidence"}``); kept for failures too."""
 
     @property
     def ok(self) -> bool:
@@ -189,13 +193,16 @@ class CaseResult:
         """The stored form of a successful result (cache files, output journals); None if failed."""
         if self.prediction is None:
             return None
-        return {
+        entry = {
             "error_attribution_result": dict(self.prediction),
             "time": self.elapsed_seconds,
             "usage": dict(self.usage),
             "evidence_ids": self.evidence_ids,
             "evidence_source": self.evidence_source,
         }
+        if self.details:
+            entry["details"] = self.details
+        return entry
 
 
 @dataclass(kw_only=True)
@@ -232,6 +239,18 @@ class RunReport:
     """One result per case, in input order."""
     costs: RunCosts
     """Accounting of this run."""
+
+
+def _details_of(outcome: Any) -> dict[str, Any] | None:
+    """The outcome's ``details`` when they are a JSON object keyed by name (anything else is dropped)."""
+    details = getattr(outcome, "details", None)
+    if not isinstance(details, dict) or not details:
+        return None
+    try:
+        return json.loads(json.dumps(details, allow_nan=False))
+    except (TypeError, ValueError):
+        warnings.warn("strategy details that are not plain JSON are not written", stacklevel=2)
+        return None
 
 
 def _usage_of(outcome: Any) -> dict[str, int]:
@@ -514,6 +533,7 @@ class MemTraceRunner:
                 usage=dict(entry["usage"]),
                 evidence_ids=entry["evidence_ids"],
                 evidence_source=entry["evidence_source"],
+                details=entry.get("details"),
             )
         return None
 
@@ -575,6 +595,7 @@ class MemTraceRunner:
                 usage = _usage_of(outcome)
                 for k, v in usage.items():
                     result.usage[k] += v
+                result.details = _details_of(outcome)
                 prediction = getattr(outcome, "prediction", None)
                 outcome_failure = getattr(outcome, "failure", None)
                 if prediction is not None:

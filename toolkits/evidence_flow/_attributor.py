@@ -276,6 +276,8 @@ def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec
                   f"{', '.join(holders[:3])}, which hold the critical information ({what}), yet the answer is "
                   f"wrong: the answering op {answering.op_id} failed to use it.")
         return "ResponseError", verdict.op_id, reason, clarity
+    trail.add("retrieval" if verdict.error_type == "RetrievalError" else "answer", op_id=verdict.op_id,
+              present=False, note=verdict.detail)
     reason = (f"The store held the critical information ({what}) in {', '.join(holders[:3])}, but "
               f"{verdict.detail} (op {verdict.op_id}, {view.op_name(verdict.op_id) if verdict.op_id else None}), so "
               "the final context lacks it.")
