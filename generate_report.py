@@ -106,7 +106,15 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
         parser.error(f"--max-retries must be >= 0, got {args.max_retries}")
     if args.studio_url:
         warnings.warn("--studio-url is accepted for compatibility but Studio forwarding is not implemented", stacklevel=1)
+    try:
+        return _generate(args, model_factory)
+    except OSError as exc:  # e.g. the disk filled up, or a report file was replaced by a folder mid-run
+        where = f" {exc.filename!r}" if exc.filename else ""
+        return _error(f"cannot write the report in --save-folder {args.save_folder!r}:{where} "
+                      f"{exc.strerror or exc}; rerun the same command to resume")
 
+
+def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | None) -> int:
     from pydantic import ValidationError
 
     from toolkits._base import CredentialError

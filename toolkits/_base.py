@@ -110,6 +110,12 @@ class ApiPool:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise CredentialError(f"API config file {str(p)!r} not found: check --api-config-path") from None
+        except UnicodeDecodeError as exc:
+            raise CredentialError(f"API config file {str(p)!r} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        except IsADirectoryError:
+            raise CredentialError(f"API config file {str(p)!r} is a folder: check --api-config-path") from None
+        except OSError as exc:
+            raise CredentialError(f"API config file {str(p)!r} cannot be read ({exc.strerror or exc})") from None
         except json.JSONDecodeError as exc:
             raise CredentialError(f"API config file {str(p)!r} is not valid JSON ({exc.msg})") from None
         if not isinstance(data, dict) or not isinstance(data.get("api_keys"), list) or not isinstance(

@@ -94,7 +94,8 @@ def _describe(data: Any) -> str:
         return f"an object with keys {keys}"
     if isinstance(data, list):
         return f"a list of {len(data)} item(s)"
-    return f"a JSON {type(data).__name__}"
+    names = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+    return f"a JSON {names.get(type(data), type(data).__name__)}"
 
 
 def _failure_of(record: Mapping[str, Any]) -> str | None:
@@ -110,6 +111,36 @@ def _failure_of(record: Mapping[str, Any]) -> str | None:
     return None
 
 
+_STRING_OR_NULL = ("attribution_failure", "graph_path")
+_RESULT_STRING_OR_NULL = ("error_type", "op_id", "reason")
+
+
+def _check_types(raw: Mapping[str, Any], where: str) -> None:
+    """Refuse values of a type ``run_error_attribution.py`` never writes (a wrong file, or hand edits).
+
+    Without this, an ``error_attribution_result`` that is a string would quietly count every case as
+    a failed attribution.
+    """
+    for key in _STRING_OR_NULL:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ReportInputError(f"{where}: '{key}' is {_describe(value)}, expected a string or null")
+    prediction = raw.get("error_attribution_result")
+    if prediction is None:
+        return
+    if not isinstance(prediction, Mapping):
+        raise ReportInputError(
+            f"{where}: 'error_attribution_result' is {_describe(prediction)}, expected an object "
+            "{\"error_type\": ..., \"op_id\": ..., \"reason\": ...}"
+        )
+    for key in _RESULT_STRING_OR_NULL:
+        value = prediction.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ReportInputError(
+                f"{where}: 'error_attribution_result.{key}' is {_describe(value)}, expected a string or null"
+            )
+
+
 def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | None, source_file: str) -> ReportRecord:
     if "error_attribution_result" not in raw and "attribution_failure" not in raw:
         raise ReportInputError(
@@ -118,6 +149,7 @@ def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | N
         )
     if "query_id" not in raw and "query" not in raw:
         raise ReportInputError(f"{where} has neither 'query_id' nor 'query'")
+    _check_types(raw, where)
     failure = _failure_of(raw)
     prediction = raw.get("error_attribution_result")
     prediction = prediction if isinstance(prediction, Mapping) else {}
@@ -223,7 +255,7 @@ def load_attribution_inputs(paths: Sequence[str | Path]) -> AttributionInput:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ReportInputError(
-                f"{name!r} is not JSON ({exc.msg} at line {exc.lineno}); expected the output of run_error_attribution.py"
+                f"{name!r} is not JSON ({exc.msg}, line {exc.lineno}); expected the output of run_error_attribution.py"
             ) from None
         found, header = records_from_json(data, source_file=name, start_index=len(records))
         records.extend(found)

@@ -40,6 +40,16 @@ def probe_save_folder(folder: str | Path) -> None:
     fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=str(target))
     os.close(fd)
     os.unlink(probe)
+    # the names the report writes: a folder where a file goes (or the reverse) would fail only at the end
+    from .documents import HTML_NAME, JSON_NAME, MARKDOWN_NAME
+    from .runner import VERSIONS_FOLDER
+
+    for name in (JSON_NAME, MARKDOWN_NAME, HTML_NAME):
+        if (target / name).is_dir():
+            raise IsADirectoryError(f"{str(target / name)!r} is a folder, where the report writes a file")
+    for name in (VERSIONS_FOLDER, CHARTS_FOLDER):
+        if (target / name).exists() and not (target / name).is_dir():
+            raise NotADirectoryError(f"{str(target / name)!r} is a file, where the report keeps a folder")
 
 
 @dataclass(kw_only=True)

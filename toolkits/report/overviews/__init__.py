@@ -87,11 +87,17 @@ def resolve_overview(value: str | None, *, memory_systems: Sequence[str] = ()) -
         or (not any(ch.isspace() for ch in stripped) and any(sep in stripped for sep in {"/", "\\", os.sep}))
     )
     path = Path(value.strip())
+    if looks_like_path and path.is_dir():
+        raise OverviewError(f"--target-system-overview {value!r} is a folder; give a text file, a built-in name "
+                            f"({', '.join(BUILTIN_OVERVIEWS)}) or the overview text")
     if single_line and path.is_file():
         try:
             text = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise OverviewError(f"--target-system-overview file {value!r} cannot be read: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise OverviewError(f"--target-system-overview file {value!r} is not UTF-8 text "
+                                f"(byte {exc.start}: {exc.reason})") from None
+        except OSError as exc:
+            raise OverviewError(f"--target-system-overview file {value!r} cannot be read: {exc.strerror or exc}") from None
         if not text:
             raise OverviewError(f"--target-system-overview file {value!r} is empty")
         return Overview(text=text, source=f"file:{path}")

@@ -1,0 +1,176 @@
+"""``generate_report.py`` on bad input: one ``error:`` line naming the file or field, exit 2, no traceback.
+
+Also a rerun after damage to the saved report versions: it resumes from the last readable batch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import generate_report
+from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
+from tests.report.conftest import attribution_output
+
+
+def _run(capsys, argv, **kwargs) -> tuple[int, list[str]]:
+    code = generate_report.main(argv, **kwargs)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, [line for line in err.splitlines() if line.strip() and not line.startswith("note: ")]
+
+
+def _one_error(capsys, argv, fragment: str, **kwargs) -> str:
+    code, lines = _run(capsys, argv, **kwargs)
+    assert code == 2, lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines
+    return lines[0]
+
+
+def _write(path: Path, data) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def rag_output(tmp_path: Path) -> Path:
+    return _write(tmp_path / "rag.json", attribution_output("rag"))
+
+
+def _damaged(tmp_path: Path, edit) -> Path:
+    data = attribution_output("rag")
+    edit(data["results"][0])
+    return _write(tmp_path / "damaged.json", data)
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (lambda r: r.update(error_attribution_result="RetrievalError"),
+         "record 0: 'error_attribution_result' is a JSON string, expected an object"),
+        (lambda r: r.update(error_attribution_result=3),
+         "record 0: 'error_attribution_result' is a JSON number, expected an object"),
+        (lambda r: r["error_attribution_result"].update(error_type=5),
+         "record 0: 'error_attribution_result.error_type' is a JSON number, expected a string or null"),
+        (lambda r: r["error_attribution_result"].update(op_id=["op-1"]),
+         "record 0: 'error_attribution_result.op_id' is a list of 1 item(s), expected a string or null"),
+        (lambda r: r.update(graph_path=7), "record 0: 'graph_path' is a JSON number, expected a string or null"),
+        (lambda r: r.update(attribution_failure=True),
+         "record 0: 'attribution_failure' is a JSON boolean, expected a string or null"),
+    ],
+    ids=["result-string", "result-number", "error-type-number", "op-id-list", "graph-path-number", "failure-bool"],
+)
+def test_a_field_of_the_wrong_type_is_refused_not_counted_as_a_failed_attribution(tmp_path, capsys, edit, fragment):
+    data = _damaged(tmp_path, edit)
+    line = _one_error(capsys, ["--data-path", str(data), "--save-folder", str(tmp_path / "r"), "--no-llm"], fragment)
+    assert repr(str(data)) in line
+    assert not (tmp_path / "r" / "error_analysis_report.json").exists()
+
+
+def test_null_results_are_named_as_json_null(tmp_path, capsys):
+    data = tmp_path / "null.json"
+    data.write_text("null", encoding="utf-8")
+    _one_error(capsys, ["--data-path", str(data), "--save-folder", str(tmp_path / "r"), "--no-llm"],
+               "got a JSON null")
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda d: d.mkdir(), "is a folder; give a text file"),
+        (lambda d: d.write_bytes("caf\xe9 overview".encode("latin-1")), "is not UTF-8 text (byte 3"),
+    ],
+    ids=["folder", "latin-1"],
+)
+def test_bad_overview_path(tmp_path, capsys, rag_output, make, fragment):
+    overview = tmp_path / "overviews" / "system.md"
+    overview.parent.mkdir()
+    make(overview)
+    line = _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"),
+                               "--model", "fake:x", "--target-system-overview", str(overview), "--no-progress"],
+                      fragment)
+    assert str(overview) in line
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda p: p.write_bytes(b"\xff\xfe{}"), "is not UTF-8 text (byte 0"),
+        (lambda p: p.mkdir(), "is a folder: check --api-config-path"),
+    ],
+    ids=["not-utf8", "folder"],
+)
+def test_bad_api_config_is_one_line_before_any_model_call(tmp_path, capsys, rag_output, make, fragment):
+    api = tmp_path / "api_config.json"
+    make(api)
+    line = _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"),
+                               "--model", "gpt-x", "--api-config-path", str(api), "--no-progress"], fragment)
+    assert f"API config file {str(api)!r}" in line
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "fragment"),
+    [
+        ("error_analysis_report.json", "dir", "is a folder, where the report writes a file"),
+        ("report_versions", "file", "is a file, where the report keeps a folder"),
+        ("charts", "file", "is a file, where the report keeps a folder"),
+    ],
+)
+def test_a_report_name_taken_by_the_wrong_kind_is_refused_before_any_work(tmp_path, capsys, rag_output, name, kind,
+                                                                          fragment):
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / name).mkdir() if kind == "dir" else (folder / name).write_text("x", encoding="utf-8")
+    calls: list[int] = []
+
+    def factory(i: int):
+        calls.append(i)
+        return ScriptedChatModel([])
+
+    line = _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(folder), "--model", "scripted",
+                               "--no-progress"], fragment, model_factory=factory)
+    assert line.startswith(f"error: cannot write --save-folder {str(folder)!r}") and str(folder / name) in line
+    assert calls == []
+
+
+def test_a_write_failure_at_the_end_is_one_line_and_exit_2(tmp_path, capsys, rag_output, monkeypatch):
+    import toolkits.report.pipeline as pipeline
+
+    def full_disk(folder, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(Path(folder) / "error_analysis_report.json"))
+
+    monkeypatch.setattr(pipeline, "write_documents", full_disk)
+    line = _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm",
+                               "--no-png"], "No space left on device")
+    assert line.startswith(f"error: cannot write the report in --save-folder {str(tmp_path / 'r')!r}")
+    assert "error_analysis_report.json" in line
+
+
+def _version(report: str) -> ToolCall:
+    return ToolCall(name=STRUCTURED_OUTPUT_TOOL, args={"rationale": "r", "report": report})
+
+
+def test_a_damaged_saved_version_is_redone_and_the_batches_before_it_are_kept(tmp_path, capsys, rag_output):
+    folder = tmp_path / "r"
+    argv = ["--data-path", str(rag_output), "--save-folder", str(folder), "--batch-size", "3", "--model", "scripted",
+            "--no-png", "--no-progress"]
+    calls: list[int] = []
+
+    def factory(i: int) -> ScriptedChatModel:
+        calls.append(i)
+        return ScriptedChatModel([_version(f"v{i + 1}")])
+
+    code, _ = _run(capsys, argv, model_factory=factory)
+    assert code == 0
+    total = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))["llm"]["batches_total"]
+    assert total >= 3
+    second = folder / "report_versions" / "version_002.json"
+    second.write_text(second.read_text(encoding="utf-8")[:40], encoding="utf-8")  # truncated by hand
+    calls.clear()
+    code, _ = _run(capsys, argv, model_factory=factory)
+    assert code == 0 and calls == list(range(1, total))
+    data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
+    assert data["llm"]["resumed_batches"] == 1 and data["report"] == f"v{total}" and data["complete"] is True
+    assert json.loads(second.read_text(encoding="utf-8"))["report"] == "v2"
