@@ -169,21 +169,36 @@ def load_locomo(path: str | Path) -> MemoryDataset:
         DatasetError: the file is missing, not JSON, or lacks required keys.
     """
     path = Path(path)
+    if path.is_dir():
+        raise DatasetError(f"LoCoMo file {str(path)!r} is a folder; pass the path to locomo10.json")
     if not path.is_file():
         raise DatasetError(f"LoCoMo file {str(path)!r} not found; pass the path to locomo10.json")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"LoCoMo file {str(path)!r} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise DatasetError(f"LoCoMo file {str(path)!r} cannot be read ({exc.strerror or exc})") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(f"LoCoMo file {str(path)!r} is not valid JSON ({exc})") from exc
     if not isinstance(raw, list):
         raise DatasetError(f"LoCoMo file {str(path)!r} must hold a JSON list of samples")
     trajectories, qa_lists, issues = [], [], []
     for sample_idx, sample in enumerate(raw, start=1):
+        if not isinstance(sample, dict):
+            raise DatasetError(
+                f"LoCoMo sample {sample_idx} in {str(path)!r} is a JSON {type(sample).__name__}, not an object"
+            )
         try:
             traj = _build_trajectory(sample_idx, sample)
             qa_lists.append(_build_qas(sample_idx, sample, traj, issues))
         except KeyError as exc:
             raise DatasetError(f"LoCoMo sample {sample_idx} in {str(path)!r} lacks key {exc}") from None
+        except (TypeError, AttributeError) as exc:
+            # a value of the wrong JSON type (a string where the layout has a list or an object)
+            raise DatasetError(
+                f"LoCoMo sample {sample_idx} in {str(path)!r} does not have the locomo10.json layout ({exc})"
+            ) from None
         trajectories.append(traj)
     for issue in issues:
         logger.info("LoCoMo: %s", issue)

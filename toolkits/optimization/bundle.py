@@ -50,6 +50,8 @@ def read_json_file(path: str | Path, what: str) -> Any:
         BundleError: The file is missing, not UTF-8, or not JSON.
     """
     path = Path(path)
+    if path.is_dir():
+        raise BundleError(f"{what} {str(path)!r} is a folder, not a JSON file")
     if not path.is_file():
         raise BundleError(f"{what} {str(path)!r} not found")
     try:

@@ -46,7 +46,7 @@ def run_from_args(
     optimizer_model_factory: Callable[[int], Any] | None = None,
 ) -> int:
     """Run the loop described by parsed arguments; returns the exit code."""
-    from membase.exceptions import MemBaseError
+    from membase.exceptions import ConfigError, MemBaseError
     from toolkits.optimization.loop import RoundError
     from toolkits.optimization.pipeline import PipelineError
 
@@ -61,6 +61,9 @@ def run_from_args(
         print(f"interrupted: complete rounds are kept in {args.optimization_dir}; rerun the same command to resume",
               file=sys.stderr)
         return 130
+    except ConfigError as exc:  # the layer refused its config when it started (e.g. no credentials for it)
+        print(f"error: the layer of --config-path {args.config_path!r} cannot start: {exc}", file=sys.stderr)
+        return 2
     except (RoundError, PipelineError, MemBaseError) as exc:
         print(f"error: {exc} (complete rounds are kept; rerun to resume)", file=sys.stderr)
         return 1
@@ -90,6 +93,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
     except OSError as exc:
         raise InputError(f"--optimization-dir {args.optimization_dir!r} is not writable: {exc}") from None
     store = IterationStore(root)
+    _check_layout(root, args.sample_size)
     full = _dataset(args)
     settings = _settings(args, metrics)
     step = _step(args, targets, settings, None, attribution_model_factory, optimizer_model_factory, initial)
@@ -110,6 +114,21 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
     return _Plan(initial=initial, targets=targets, train=train, eval_indexes=eval_indexes,
                  eval_dataset=select(full, eval_indexes), validation_dataset=validation_dataset,
                  settings=settings, step=step, store=store)
+
+
+def _check_layout(root: Path, rounds: int) -> None:
+    """A stray file or folder where the run writes the other kind would fail mid-run: refuse it now."""
+    from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME
+    from toolkits.optimization.sampling import SAMPLED_DATASET_FILENAME
+
+    for name in [*(f"iteration_{k}" for k in range(1, rounds + 1)), "final_evaluation"]:
+        if (root / name).exists() and not (root / name).is_dir():
+            raise InputError(f"{str(root / name)!r} is a file, where the run keeps a folder; move it out of "
+                             "--optimization-dir")
+    for name in (FINAL_EVALUATION_FILENAME, SAMPLED_DATASET_FILENAME):
+        if (root / name).is_dir():
+            raise InputError(f"{str(root / name)!r} is a folder, where the run writes a file; move it out of "
+                             "--optimization-dir")
 
 
 def _initial_bundle(args: argparse.Namespace) -> Any:
@@ -168,6 +187,8 @@ def _dataset(args: argparse.Namespace) -> Any:
     from toolkits.optimization.sampling import load_full_dataset
 
     path = Path(args.dataset_path)
+    if path.is_dir():
+        raise InputError(f"--dataset-path {args.dataset_path!r} is a folder; pass the LoCoMo file locomo10.json")
     if not path.is_file():
         raise InputError(f"--dataset-path {args.dataset_path!r} not found; pass the LoCoMo file locomo10.json")
     try:

@@ -28,6 +28,7 @@ One :class:`PromptRoundStep` round (spec-attribution §7.3, step 4):
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -102,8 +103,18 @@ class IterationStore:
 
     @staticmethod
     def is_complete(folder: Path) -> bool:
-        """Both the next bundle and the summary were written."""
-        return (folder / BUNDLE_FILENAME).is_file() and (folder / SUMMARY_FILENAME).is_file()
+        """Both the next bundle and the summary were written, and the summary reads as a JSON object.
+
+        A summary damaged after the fact (truncated, emptied) makes the round incomplete, so a rerun
+        runs it again instead of building on a round whose record is lost.
+        """
+        if not (folder / BUNDLE_FILENAME).is_file():
+            return False
+        try:
+            summary = json.loads((folder / SUMMARY_FILENAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(summary, dict)
 
     def find_last_n_iterations(
         self, n: int = 1, return_iteration_numbers: bool = False
