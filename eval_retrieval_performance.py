@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from toolkits.bench_utils import MEMTRACEBENCH_SPLITS
 
@@ -64,12 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = build_parser().parse_args(argv)
 
-    from toolkits._case_cache import atomic_write_json
     from toolkits._embeddings import make_embedder
     from toolkits.bench_utils import BenchmarkDataMissingError, load_memtracebench
     from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS, GraphRetrieverPool
     from toolkits.retrieval_eval import evaluate_retrieval, format_recall_lines
 
+    problem = _path_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         graphs, cases = load_memtracebench(args.dataset_dir, args.split, filter_non_memory_errors=True)
     except (BenchmarkDataMissingError, ValueError) as exc:
@@ -112,18 +116,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in format_recall_lines(scored["by_group"], args.k):
         print(line)
     if args.output_path:
-        atomic_write_json(
-            args.output_path,
-            {
-                "split": args.split,
-                "k": args.k,
-                "retrieval_type": args.retrieval_type,
-                "retrieval_algorithm": args.retrieval_algorithm,
-                "starting_point_query_type": args.starting_point_query_type,
-                "recall": scored["by_group"],
-            },
-        )
+        try:
+            _write_output(args, scored)
+        except OSError as exc:
+            print(f"error: cannot write --output-path {args.output_path!r}: {exc.strerror or exc} "
+                  "(the recall lines above are complete)", file=sys.stderr)
+            return 2
     return 0
+
+
+def _path_problem(args: argparse.Namespace) -> str | None:
+    """A dataset path or output path that cannot work, found before any graph is read (None: fine)."""
+    if os.path.exists(args.dataset_dir) and not os.path.isdir(args.dataset_dir):
+        return f"dataset_dir {args.dataset_dir!r} is a file; pass the MemTraceBench folder holding <split>/*.json"
+    if args.output_path:
+        out = Path(args.output_path)
+        if out.is_dir():
+            return f"--output-path {args.output_path!r} is a folder; give a .json file path"
+        parent = next((q for q in out.parents if q.exists()), None)
+        if parent is not None and not parent.is_dir():
+            return f"--output-path {args.output_path!r} cannot be created: {str(parent)!r} is a file, not a folder"
+    return None
+
+
+def _write_output(args: argparse.Namespace, scored: dict) -> None:
+    from toolkits._case_cache import atomic_write_json
+
+    atomic_write_json(
+        args.output_path,
+        {
+            "split": args.split,
+            "k": args.k,
+            "retrieval_type": args.retrieval_type,
+            "retrieval_algorithm": args.retrieval_algorithm,
+            "starting_point_query_type": args.starting_point_query_type,
+            "recall": scored["by_group"],
+        },
+    )
 
 
 def cli() -> None:

@@ -85,11 +85,38 @@ def parse_app_args(argv: Sequence[str]) -> argparse.Namespace:
     return build_parser().parse_args(args)
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number in 1..65535, got {value}")
+    return value
+
+
+def _launch_problem(parsed: argparse.Namespace) -> str | None:
+    """What would make the page useless or a save fail, checked before Streamlit starts (None: none)."""
+    from annotation_interface.annotations import check_output
+
+    data = Path(parsed.data)
+    if not data.exists():
+        return f"--data {parsed.data}: no such file or folder"
+    _, problem = check_output(parsed.output_path)
+    if problem:
+        return f"--output-path: {problem}"
+    if parsed.api_config and not Path(parsed.api_config).is_file():
+        return f"--api-config {parsed.api_config}: no such file"
+    if parsed.index_dir and Path(parsed.index_dir).exists() and not Path(parsed.index_dir).is_dir():
+        return f"--index-dir {parsed.index_dir}: is a file, not a folder"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m annotation_interface``: check the flags, then run the app with Streamlit."""
     args = list(sys.argv[1:] if argv is None else argv)
-    launcher = argparse.ArgumentParser(add_help=False)
-    launcher.add_argument("--port", type=int, default=8501)
+    launcher = argparse.ArgumentParser(prog="python -m annotation_interface", add_help=False)
+    launcher.add_argument("--port", type=_port, default=8501)
     launcher.add_argument("--address", default="127.0.0.1")
     known, app_args = launcher.parse_known_args(args)
     prog = "python -m annotation_interface"
@@ -103,8 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  --port N              Streamlit server port (launcher only; default 8501)")
         print("  --address HOST        Streamlit server address (launcher only; default 127.0.0.1)")
         return 0
-    if not Path(parsed.data).exists():
-        print(f"{prog}: error: --data {parsed.data}: no such file or folder", file=sys.stderr)
+    problem = _launch_problem(parsed)
+    if problem:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
         return 2
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.headless", "true",
            "--server.address", known.address, "--server.port", str(known.port),

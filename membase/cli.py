@@ -98,6 +98,9 @@ def _chat_model(spec: str, args: argparse.Namespace) -> Any:
 
 def _paths(args: argparse.Namespace) -> tuple[str, str]:
     out = Path(args.output_dir)
+    for folder in (out, out / "memory", out / "traced_data"):
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"--output-dir: {str(folder)!r} is a file, where the run keeps a folder")
     return str(out / "memory"), str(out / "traced_data")
 
 

@@ -62,8 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "build":
         from toolkits.faultbench._build import BuildConfig, build_faultbench
 
-        if args.cases_per_kind < 1 or args.max_group < 1 or args.windows < 1 or args.max_messages < 2:
-            print("error: --cases-per-kind, --max-group and --windows must be at least 1, --max-messages at least 2",
+        if (args.cases_per_kind < 1 or args.max_group < 1 or args.windows < 1 or args.top_k < 1
+                or args.max_messages < 2):
+            print("error: --cases-per-kind, --max-group, --windows and --top-k must be at least 1, --max-messages at "
+                  "least 2", file=sys.stderr)
+            return 2
+        if args.conversations and min(args.conversations) < 1:
+            print(f"error: --conversations takes 1-based LoCoMo sample numbers, got {min(args.conversations)}",
                   file=sys.stderr)
             return 2
         by_split = {}
@@ -105,7 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from toolkits.faultbench._score import score_evidence_flow
 
-    result = score_evidence_flow(args.data_dir, args.splits, evidence=args.evidence)
+    try:
+        result = score_evidence_flow(args.data_dir, args.splits, evidence=args.evidence)
+    except (ValueError, OSError) as exc:  # a graph file that is not JSON, not UTF-8 or not a graph
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not result["splits"]:
         print(f"error: no split folder under {args.data_dir!r}", file=sys.stderr)
         return 2

@@ -158,9 +158,16 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         raise ValueError("cases_per_kind must be at least 1")
     if config.max_group < 1 or config.windows_per_conversation < 1:
         raise ValueError("max_group and windows_per_conversation must be at least 1")
+    if config.top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {config.top_k}")
     out = Path(config.out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output folder {str(out)!r} is a file")
     _refuse_foreign_benchmark(out)
     dataset = load_locomo(config.locomo_path)
+    outside = sorted({n for n in config.conversations or () if not 1 <= n <= len(dataset)})
+    if outside:  # 0 would silently be the last conversation (Python's index -1)
+        raise ValueError(f"conversations {outside} are outside 1..{len(dataset)} (1-based LoCoMo sample numbers)")
     report = BuildReport()
     for split in config.splits:
         # Build beside the old split and swap at the end: a failed build keeps the old one.
