@@ -644,14 +644,11 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     return EXIT_OK
 
 
-def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def cli() -> None:
     """Console-script entry point (warnings print as one line each)."""
-    warnings.showwarning = _print_warning
-    sys.exit(main())
+    from toolkits._console import run_console
+
+    run_console(main)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ stderr, before any round starts); 130 interrupted (complete rounds are kept; rer
 from __future__ import annotations
 
 import argparse
-import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -172,14 +170,11 @@ def main(
     )
 
 
-def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def cli() -> None:
     """Console-script entry point (warnings print as one line each)."""
-    warnings.showwarning = _print_warning
-    sys.exit(main())
+    from toolkits._console import run_console
+
+    run_console(main)
 
 
 if __name__ == "__main__":
