@@ -45,6 +45,7 @@ __all__ = [
     "HintMiddleware",
     "ModelCall",
     "ScriptedChatModel",
+    "StructuredReply",
     "ToolCall",
     "answer",
     "build_openai_chat_model",
@@ -57,6 +58,26 @@ ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)
 
 #: Name of the tool agentscope 2.x registers for ``reply(..., structured_schema=...)``.
 STRUCTURED_OUTPUT_TOOL = "GenerateStructuredOutput"
+
+
+@dataclass
+class StructuredReply:
+    """One streamed agent reply with a structured answer: its model usage, summed as the calls end
+    (so a reply cut short by a timeout still reports what it cost), and its final message."""
+
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "num_calls": 0})
+    final: Msg | None = None
+
+    async def drive(self, agent: Any, text: str, schema: type[BaseModel]) -> None:
+        """Stream ``agent``'s reply to ``text`` (a user message named ``user``) under ``schema``."""
+        async for item in agent.reply_stream(UserMsg(name="user", content=text), structured_schema=schema,
+                                             yield_final_msg=True):
+            if isinstance(item, ModelCallEndEvent):
+                self.usage["input_tokens"] += item.input_tokens
+                self.usage["output_tokens"] += item.output_tokens
+                self.usage["num_calls"] += 1
+            elif isinstance(item, Msg):
+                self.final = item
 
 
 class ErrorAttributionPrediction(BaseModel):
@@ -508,26 +529,17 @@ async def run_attribution_agent(
         The outcome with usage summed over the reply's model calls.
     """
     schema = structured_schema or prediction_schema_for(validate_op_id)
-    usage = {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+    reply = StructuredReply()
+    usage = reply.usage
     started = time.perf_counter()
-    final: Msg | None = None
 
     async def _drive() -> None:
-        nonlocal final
-        async for item in agent.reply_stream(
-            UserMsg(name="user", content=task_text), structured_schema=schema, yield_final_msg=True
-        ):
-            if isinstance(item, ModelCallEndEvent):
-                usage["input_tokens"] += item.input_tokens
-                usage["output_tokens"] += item.output_tokens
-                usage["num_calls"] += 1
-            elif isinstance(item, Msg):
-                final = item
+        await reply.drive(agent, task_text, schema)
 
     def _outcome(
         prediction: ErrorAttributionPrediction | None, failure: str | None, error: BaseException | None = None
     ) -> AttributionOutcome:
-        reason = getattr(final, "finished_reason", None)
+        reason = getattr(reply.final, "finished_reason", None)
         return AttributionOutcome(
             prediction=prediction,
             failure=failure,
@@ -560,6 +572,7 @@ async def run_attribution_agent(
     except Exception as exc:  # noqa: BLE001 - any model/API failure becomes a per-case record
         return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
 
+    final = reply.final
     if final is None:
         return _outcome(None, "agent error: the reply produced no final message")
     raw = final.structured_output

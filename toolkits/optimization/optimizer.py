@@ -283,36 +283,28 @@ class _CallOutcome:
 
 async def run_structured_reply(agent: Any, text: str, schema: type[BaseModel], timeout: float | None) -> _CallOutcome:
     """One agent reply with a structured answer; every failure becomes ``failure`` (never raises)."""
-    from agentscope.event import ModelCallEndEvent
-    from agentscope.message import Msg, UserMsg
+    from graphtrace.agent_models import StructuredReply
 
     outcome = _CallOutcome(value=None)
-    final: list[Any] = []
-
-    async def drive() -> None:
-        async for item in agent.reply_stream(UserMsg(name="user", content=text), structured_schema=schema,
-                                             yield_final_msg=True):
-            if isinstance(item, ModelCallEndEvent):
-                outcome.input_tokens += item.input_tokens
-                outcome.output_tokens += item.output_tokens
-                outcome.calls += 1
-            elif isinstance(item, Msg):
-                final.append(item)
-
+    reply = StructuredReply()
     try:
         if timeout is None:
-            await drive()
+            await reply.drive(agent, text, schema)
         else:
-            await asyncio.wait_for(drive(), timeout)
+            await asyncio.wait_for(reply.drive(agent, text, schema), timeout)
     except TimeoutError:
         outcome.failure = f"timeout: no answer within {timeout:g} s"
         return outcome
     except Exception as exc:  # noqa: BLE001 - any model/API failure is recorded
         outcome.failure = f"{type(exc).__name__}: {_one_line(str(exc))}"
         return outcome
-    raw = final[-1].structured_output if final else None
+    finally:
+        outcome.input_tokens = reply.usage["input_tokens"]
+        outcome.output_tokens = reply.usage["output_tokens"]
+        outcome.calls = reply.usage["num_calls"]
+    raw = reply.final.structured_output if reply.final is not None else None
     if raw is None:
-        reason = getattr(final[-1], "finished_reason", None) if final else None
+        reason = getattr(reply.final, "finished_reason", None)
         outcome.failure = f"no structured answer (finished: {getattr(reason, 'value', reason)})"
         return outcome
     try:

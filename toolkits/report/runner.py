@@ -187,12 +187,12 @@ class ReportRunner:
 
     async def _attempt(self, batch_index: int, system_prompt: str, task: str) -> BatchResult:
         from agentscope.agent import Agent, InjectionConfig, ReActConfig
-        from agentscope.event import ModelCallEndEvent
-        from agentscope.message import Msg, UserMsg
 
-        usage = {"input_tokens": 0, "output_tokens": 0, "num_calls": 0}
+        from graphtrace.agent_models import StructuredReply
+
+        reply = StructuredReply()
+        usage = reply.usage
         started = time.perf_counter()
-        final: list[Any] = []
 
         def result(version: ReportVersion | None, failure: str | None, error: BaseException | None = None) -> BatchResult:
             return BatchResult(version=version, failure=failure, usage=usage,
@@ -208,30 +208,20 @@ class ReportRunner:
                 injection_config=InjectionConfig(inject_runtime_state=False),
             )
 
-            async def drive() -> None:
-                async for item in agent.reply_stream(
-                    UserMsg(name="user", content=task), structured_schema=ReportVersion, yield_final_msg=True
-                ):
-                    if isinstance(item, ModelCallEndEvent):
-                        usage["input_tokens"] += item.input_tokens
-                        usage["output_tokens"] += item.output_tokens
-                        usage["num_calls"] += 1
-                    elif isinstance(item, Msg):
-                        final.append(item)
-
+            drive = reply.drive(agent, task, ReportVersion)
             if self.config.batch_timeout_s is None:
-                await drive()
+                await drive
             else:
-                await asyncio.wait_for(drive(), self.config.batch_timeout_s)
+                await asyncio.wait_for(drive, self.config.batch_timeout_s)
         except TimeoutError as exc:
             if self.config.batch_timeout_s is not None and time.perf_counter() - started >= self.config.batch_timeout_s:
                 return result(None, f"timeout: no report within {self.config.batch_timeout_s:g} s", exc)
             return result(None, f"model error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
         except Exception as exc:  # noqa: BLE001 - any model/API failure is this attempt's failure
             return result(None, f"model error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
-        if not final:
+        message = reply.final
+        if message is None:
             return result(None, "model error: the reply produced no final message")
-        message = final[-1]
         raw = message.structured_output
         if raw is None:
             reason = getattr(message.finished_reason, "value", message.finished_reason)
