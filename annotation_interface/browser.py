@@ -115,15 +115,20 @@ class StreamlitServer:
         raise BrowserError(f"streamlit did not answer on {self.url} within 60 s")
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        _stop(self.proc)
         if self._log not in (None, subprocess.DEVNULL):
             self._log.close()
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    """Terminate a child process that still runs (killed when it does not stop within 10 s)."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 class Chromium:
@@ -158,13 +163,7 @@ class Chromium:
         raise BrowserError("chromium did not open its DevTools port within 30 s")
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        _stop(self.proc)
         if self._profile is not None:
             self._profile.cleanup()
 
