@@ -148,12 +148,9 @@ class ResultJournal:
     def _ends_with_newline(self) -> bool:
         try:
             with open(self.path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() == 0:
-                    return True
                 fh.seek(-1, os.SEEK_END)
                 return fh.read(1) == b"\n"
-        except OSError:
+        except OSError:  # empty (no last byte) or unreadable: nothing to keep apart
             return True
 
 

@@ -2,6 +2,7 @@
 failures (no annotations), end to end on a small LoCoMo slice with fake models."""
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -71,6 +72,9 @@ def test_a_membase_run_folder_is_attributed_without_gold_labels(membase_run, tmp
     assert sum(dist["by_error_type"].values()) == dist["attributed_cases"] == answerable - m["failed_cases"]
     assert sum(dist["by_operation_name"].values()) == dist["attributed_cases"]
     graph = ExecNetwork.from_file(graph_file)
+    blamed = Counter(graph.get_operation(r["error_attribution_result"]["op_id"]).category
+                     for r in data["results"] if r["attribution_failure"] is None)
+    assert dist["by_operation_category"] == dict(blamed) and "(none)" not in dist["by_operation_category"]
     for r in data["results"]:
         assert REPORT_KEYS <= set(r)
         assert set(r["error_attribution_result"]) == {"error_type", "op_id", "reason"}

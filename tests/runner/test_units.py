@@ -1233,3 +1233,28 @@ def test_cannot_create_the_journal_is_one_line(bench_dir, tmp_path, capsys, monk
     assert run_error_attribution.main(_ef(bench_dir, out)) == 2
     assert capsys.readouterr().err.strip() == (
         f"error: cannot write the journal {str(journal_path(out))!r}: [Errno 13] Permission denied")
+
+
+def test_bootstrap_intervals_follow_the_seed_flag(bench_dir):
+    from toolkits.bench_utils import load_memtracebench
+    from toolkits.metrics import AttributionRecord, attribution_metrics
+    from toolkits.runner import RunCosts
+
+    _, cases = load_memtracebench(str(bench_dir), "mem0")
+    cases = cases * 10  # enough cases for resamples to differ by seed
+    results = [CaseResult(index=i, prediction={
+        "error_type": c.metadata["annotation"]["final_error_type"] if i % 3 else "ResponseError", "op_id": "o",
+        "reason": "r"}) for i, c in enumerate(cases)]
+
+    def intervals(seed: int) -> dict:
+        args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=seed,
+                         exploration_strategy="evidence_flow", model_name="m")
+        out = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
+        return out, out["metrics"]["confidence_intervals_95"]["error_type_prediction_accuracy"]
+
+    out, seeded = intervals(3)
+    scored = [AttributionRecord.from_result(r, group="LoCoMo") for r in out["results"]]
+    expected = attribution_metrics(scored, bootstrap_samples=50, seed=3)["confidence_intervals_95"]
+    assert expected != attribution_metrics(scored, bootstrap_samples=50, seed=0)["confidence_intervals_95"]
+    assert seeded == expected["error_type_prediction_accuracy"]
+    assert intervals(3)[1] == seeded
