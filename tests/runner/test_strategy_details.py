@@ -77,7 +77,7 @@ def test_stored_details_are_validated():
     kept = validate_entry({**entry, "details": {"evidence_flow": {"trail": []}}})
     assert kept["details"] == {"evidence_flow": {"trail": []}}
     for bad in ([1], "trail", {"evidence_flow": [1, 2]}):
-        with pytest.raises(InvalidEntryError, match="details"):
+        with pytest.raises(InvalidEntryError, match="^details: expected an object of objects or null$"):
             validate_entry({**entry, "details": bad})
 
 
