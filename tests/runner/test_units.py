@@ -1258,3 +1258,30 @@ def test_bootstrap_intervals_follow_the_seed_flag(bench_dir):
     assert expected != attribution_metrics(scored, bootstrap_samples=50, seed=0)["confidence_intervals_95"]
     assert seeded == expected["error_type_prediction_accuracy"]
     assert intervals(3)[1] == seeded
+
+
+def test_journal_fsyncs_at_most_once_per_interval_and_at_close(tmp_path, monkeypatch):
+    import toolkits._journal as journal_module
+
+    clock = [100.0]
+    synced = []
+    monkeypatch.setattr(journal_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(journal_module.os, "fsync", lambda fd: synced.append(clock[0]))
+    journal = ResultJournal(tmp_path / "j.jsonl", sync_interval_s=1.0)
+    journal.open(keep_existing=False)
+    journal.close()
+    assert synced == []  # opened and closed with no case line: nothing to force
+    journal.open(keep_existing=False)
+    for t in (100.5, 100.9, 101.0, 101.5, 101.99, 102.0):
+        clock[0] = t
+        journal.append({"key": str(t)})
+    assert synced == [101.0, 102.0]  # a full interval after the open, then after the last sync
+    clock[0] = 103.0
+    journal.close()
+    assert synced == [101.0, 102.0]  # nothing appended since the last sync: close has nothing to force
+    journal.open(keep_existing=True)
+    clock[0] = 103.5
+    journal.append({"key": "late"})
+    journal.close()
+    assert synced == [101.0, 102.0, 103.5]  # the unsynced line is forced at close
+    assert [e["key"] for e in ResultJournal(tmp_path / "j.jsonl").read()][-2:] == ["102.0", "late"]
