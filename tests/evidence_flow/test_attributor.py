@@ -250,6 +250,26 @@ def test_without_evidence_ids_the_message_stating_the_answer_stands_in(toy, case
     assert msg in result["evidence"]["seeds"]
 
 
+def test_an_inferred_answer_with_nothing_given_follows_the_message_closest_to_the_question(toy, case_factory):
+    """No message states "7 May 2023" and no evidence is given: the conversation is searched by what
+    the question asks about (not by the name in it), with lower confidence than given evidence."""
+    toy.message("U1:D1:0", "Caroline here, I like tea and long walks.")
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I went to the LGBTQ support group yesterday, it was powerful.",
+                                ["Caroline likes powerful talks"])
+    _add_unit(toy, facts, "1", "Caroline likes powerful talks")
+    ids = toy.ask("q1", "When did Caroline attend the LGBTQ support group?", [])
+    case = case_factory(ids["query"], "7 May 2023", [], question="When did Caroline attend the LGBTQ support group?")
+    for given in ([], None):
+        result = _attr(toy, case, given, evidence_is_pseudo=given is not None)
+        assert result["evidence"]["seeds"] == [msg] and result["evidence"]["mode"] == "evidence"
+        assert _verdict(result) == ("ExtractionError", op)
+        assert "the conversation's message closest to the question" in result["reason"]
+        assert result["confidence"] < _attr(toy, case, [msg])["confidence"]
+    # a question whose content words no message holds still has no evidence
+    other = case_factory(ids["query"], "7 May 2023", [], question="When did Caroline adopt a puppy?")
+    assert _attr(toy, other, None)["status"] == "evidence_absent"
+
+
 def test_pseudo_evidence_is_checked_against_the_golden_answer_and_the_question(toy, case_factory):
     noise = toy.message("U1:D1:0", "I like painting sunsets with my kids.")
     decoy, _, decoy_facts = _mem0_turn(toy, "U1:D1:1", "Sweden has nice summers, I hear.", ["Sweden has nice summers"],

@@ -19,17 +19,26 @@ from tests.evidence_flow.independent.build import build_benchmark, score
 
 
 @pytest.fixture(scope="module")
-def scored(locomo_path, tmp_path_factory):
+def bench(locomo_path, tmp_path_factory):
     root = tmp_path_factory.mktemp("independent")
-    counts = build_benchmark(root / "bench", locomo_path)
+    return root, build_benchmark(root / "bench", locomo_path)
+
+
+def _attribute(bench, *extra: str):
+    root, counts = bench
     records = []
     for split in sorted(counts):
-        out = root / f"{split}.json"
+        out = root / f"{split}{'_'.join(extra)}.json"
         code = run_error_attribution.main([str(root / "bench"), split, "--exploration-strategy", "evidence_flow",
-                                           "--output-path", str(out), "--no-progress"])
+                                           "--output-path", str(out), "--no-progress", *extra])
         assert code == 0
         records.extend(json.loads(out.read_text(encoding="utf-8"))["results"])
     return counts, records, score(records)
+
+
+@pytest.fixture(scope="module")
+def scored(bench):
+    return _attribute(bench)
 
 
 def test_every_case_is_built_and_attributed(scored):
@@ -56,3 +65,13 @@ def test_meaning_faults_that_fooled_the_token_probe(scored, fault):
         pytest.skip(f"the generator builds no {fault} case")
     cases = sum(r[0] for r in rows)
     assert sum(r[2] for r in rows) / cases >= 0.8
+
+
+def test_with_no_starting_evidence_inferred_answers_are_found_by_the_question(bench):
+    """``--no-provide-starting-nodes``: nothing is given; inferred dates ("7 May 2023" from
+    "yesterday") are found by searching the conversation for what the question asks about."""
+    _, records, table = _attribute(bench, "--no-provide-starting-nodes")
+    assert not [r["attribution_failure"] for r in records if r["attribution_failure"]]
+    for kind in ("overlap", "meaning"):
+        cases, type_right, op_right = table["kind"][kind]
+        assert min(type_right, op_right) / cases >= 0.95, kind

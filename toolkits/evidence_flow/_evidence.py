@@ -42,6 +42,8 @@ _CLOSE_SECOND = 0.9
 _RETRIEVED_BONUS = 0.05
 _OWN_WORDS_BONUS = 0.02
 _PHRASE_WEIGHT = 0.1
+#: Question match a searched message needs to seed the flow when nothing was given (else no evidence).
+_MIN_SEARCHED_SCORE = 0.4
 
 
 @dataclass(kw_only=True)
@@ -187,6 +189,19 @@ def choose_evidence(
         return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(facts, question_tokens),
                               source="retrieved", confidence=round(0.3 + 0.6 * min(score, 1.0), 3),
                               answer_spread=spread, notes=notes, unresolved=unresolved)
+    if before:
+        # nothing given and no message states the answer (an inferred answer): the message of the
+        # conversation closest to the question, with less confidence than a retrieved one
+        # by what the question asks about, not by whom: a name alone matches everything its person said
+        about = frozenset(question_tokens - view.speakers)
+        score, seed = _rank(view, before, about)[0] if about else (0.0, None)
+        if seed is not None and score >= _MIN_SEARCHED_SCORE:
+            notes.append("no message states the golden answer: following the conversation's message closest to "
+                         "the question")
+            return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
+                                  question_tokens), source="conversation",
+                                  confidence=round(0.2 + 0.5 * min(score, 1.0), 3), answer_spread=spread, notes=notes,
+                                  unresolved=unresolved)
     return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
                           notes=notes, unresolved=unresolved)
 
