@@ -26,8 +26,10 @@ def _run(runner, cases, graph, **kw):
 
 
 def test_attributor_without_annotated_fallback_ignores_annotations(bench_graph):
-    # no message states this answer: only the annotated evidence could make it "attributed"
-    case = Case(QUERY, golden_answer="Zanzibar-qq", source_evidence_full_node_ids=["U1:D2:2@1"])
+    # no message states this answer nor shares the question's words: only the annotated evidence
+    # could make it "attributed"
+    case = Case(QUERY, query="'Which xylophone brand did Quentin endorse?'", golden_answer="Zanzibar-qq",
+                source_evidence_full_node_ids=["U1:D2:2@1"])
     assert attribute_case_evidence_flow(bench_graph, case, None)["status"] == "attributed"
     result = attribute_case_evidence_flow(bench_graph, case, None, allow_annotated_fallback=False)
     assert result["status"] == "evidence_absent"
@@ -35,7 +37,8 @@ def test_attributor_without_annotated_fallback_ignores_annotations(bench_graph):
 
 
 def test_evidence_flow_strategy_without_starting_nodes_does_not_use_annotations(bench_graph):
-    case = Case(QUERY, golden_answer="Zanzibar-qq", source_evidence_full_node_ids=["U1:D2:2@1"])
+    case = Case(QUERY, query="'Which xylophone brand did Quentin endorse?'", golden_answer="Zanzibar-qq",
+                source_evidence_full_node_ids=["U1:D2:2@1"])
     runner = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow"))
     none = _run(runner, [case], bench_graph, use_pseudo_source_evidence=False).results[0]
     assert not none.ok and "evidence_absent" in none.failure
