@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._graph_view import EdgeRec, GraphView, NodeRec, is_delete_marker, is_memory_unit, is_message
+from ._graph_view import EdgeRec, GraphView, NodeRec, is_memory_unit, is_message
 from ._probe import Assessment, FactProbe
 from ._text import memory_text, message_text
 from ._trail import Trail
@@ -119,7 +119,7 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
                         and op.created_at <= query.created_at and view.op_edges.get(op.op_id)),
                        key=lambda op: op.created_at)
         state.next_op = later[0].op_id if later else None
-    _lifecycle(view, probe, edges, query, state, trail, seed_ids)
+    _lifecycle(view, probe, query, state, trail, seed_ids)
     if not state.ever_captured:
         # A memory unit that descends from the evidence and should have taken it in, but did not,
         # is where capture failed (the first such unit: later ones only met leftovers, e.g. a
@@ -129,24 +129,21 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
     return state
 
 
-def _lifecycle(view: GraphView, probe: FactProbe, edges: list[EdgeRec], query: NodeRec, state: StoreState,
-               trail: Trail, seeds: set[str]) -> None:
+def _lifecycle(view: GraphView, probe: FactProbe, query: NodeRec, state: StoreState, trail: Trail,
+               seeds: set[str]) -> None:
+    # the construction edges recorded up to the question (the graph-wide lists are built once)
+    asked = query.created_at
     produced_by: dict[str, EdgeRec] = {}
-    deletions: list[EdgeRec] = []
-    for edge in edges:
-        target, source = view.nodes[edge.target], view.nodes[edge.source]
-        if is_memory_unit(target) and edge.target not in produced_by:
-            produced_by[edge.target] = edge
-        if is_memory_unit(source) and not is_memory_unit(target) and (
-                is_delete_marker(target) or "delet" in (view.op_name(edge.op_id) or "").lower()):
-            deletions.append(edge)
+    for target, producers in view.unit_producers.items():
+        first = next((e for e in producers if e.created_at <= asked), None)
+        if first is not None:
+            produced_by[target] = first
+    deletions = [e for e in view.unit_deletions if e.created_at <= asked]
     # Lineage decides whenever the graph records a path (of any content) from the evidence to
     # some memory unit; a graph without such paths gets units judged by their content alone.
     lineage_known = any(seed in view.memory_bound for seed in seeds)
     events: list[tuple[tuple[str, int, int], str, NodeRec, str | None]] = []
-    for node in view.nodes.values():
-        if not is_memory_unit(node):
-            continue
+    for node in view.memory_units:
         edge = produced_by.get(node.full_node_id)
         if edge is not None:
             events.append(((edge.created_at, 0, edge.order), "version", node, edge.op_id))

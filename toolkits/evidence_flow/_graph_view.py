@@ -234,6 +234,31 @@ class GraphView:
         return out
 
     @cached_property
+    def memory_units(self) -> list[NodeRec]:
+        """Memory unit nodes (every version), in record order."""
+        return [n for n in self.nodes.values() if is_memory_unit(n)]
+
+    @cached_property
+    def unit_producers(self) -> dict[str, list[EdgeRec]]:
+        """For each memory unit version, the construction edges that write it, in order."""
+        out: dict[str, list[EdgeRec]] = defaultdict(list)
+        for edge in self.construction_edges:
+            if is_memory_unit(self.nodes[edge.target]):
+                out[edge.target].append(edge)
+        return dict(out)
+
+    @cached_property
+    def unit_deletions(self) -> list[EdgeRec]:
+        """Construction edges from a memory unit to a deletion (a marker, or out of a deleting op), in order."""
+        out = []
+        for edge in self.construction_edges:
+            source, target = self.nodes[edge.source], self.nodes[edge.target]
+            if is_memory_unit(source) and not is_memory_unit(target) and (
+                    is_delete_marker(target) or "delet" in (self.op_name(edge.op_id) or "").lower()):
+                out.append(edge)
+        return out
+
+    @cached_property
     def memory_bound(self) -> frozenset[str]:
         """Nodes from which some memory unit can be reached over construction edges (units included)."""
         incoming: dict[str, list[str]] = defaultdict(list)
