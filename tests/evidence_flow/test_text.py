@@ -110,3 +110,23 @@ def test_the_embedding_second_opinion_only_rescues_paraphrased_context():
     no_answer = _Embedder(similar=True)
     assert not probe(no_answer).assess("Caroline felt fine after the adoption agency meeting").present
     assert no_answer.calls == 0  # a missing answer word is never overruled
+
+
+def test_token_sequence_keeps_order_and_normalises_like_content_tokens():
+    from toolkits.evidence_flow._text import token_sequence
+
+    text = "Ran 03 miles with the 2 dogs, then 3 more miles"
+    assert token_sequence(text) == ["ran", "3", "mile", "2", "dog", "3", "mile"]  # "then", "more" are stop words
+    assert content_tokens(text) == frozenset(token_sequence(text))
+
+
+def test_a_number_counts_what_stands_next_to_it():
+    from toolkits.evidence_flow._probe import _bound_alike
+    from toolkits.evidence_flow._text import token_sequence
+
+    answer = token_sequence("2 miles")
+    fact = token_sequence("I ran 2 miles this morning")
+    assert _bound_alike(answer, fact, token_sequence("She ran 2 miles today"))
+    assert not _bound_alike(answer, fact, token_sequence("I ran 3 miles with my 2 dogs"))
+    # a fact that does not bind them asks nothing of the segment
+    assert _bound_alike(answer, token_sequence("2 of us ran; miles later"), token_sequence("3 miles, 2 dogs"))

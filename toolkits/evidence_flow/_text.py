@@ -119,25 +119,13 @@ def content_tokens(text: str) -> frozenset[str]:
         without leading zeros so that ``"05"`` and ``"5"`` match, and number words up to twenty
         (plus tens) become digits (``"four"`` = ``"4"``).
     """
-    tokens = set()
-    for raw in _TOKEN_RE.findall(text.lower()):
-        if raw in _STOP_WORDS:
-            continue
-        if raw.isdigit():
-            tokens.add(raw.lstrip("0") or "0")
-            continue
-        tokens.add(_stem(raw))
-    return frozenset(tokens)
+    return frozenset(token_sequence(text))
 
 
 def token_sequence(text: str) -> list[str]:
-    """The normalised content tokens of ``text`` in order (as :func:`content_tokens` makes them)."""
-    out = []
-    for raw in _TOKEN_RE.findall(text.lower()):
-        if raw in _STOP_WORDS:
-            continue
-        out.append((raw.lstrip("0") or "0") if raw.isdigit() else _stem(raw))
-    return out
+    """The normalised content tokens of ``text`` in order (see :func:`content_tokens`)."""
+    return [(raw.lstrip("0") or "0") if raw.isdigit() else _stem(raw)
+            for raw in _TOKEN_RE.findall(text.lower()) if raw not in _STOP_WORDS]
 
 
 def token_recall(probe: Iterable[str], tokens: Iterable[str]) -> float:
