@@ -209,3 +209,29 @@ def test_no_tasks_or_empty_errors_are_refused(graph_and_ops):
         runner.run([], graph)
     with pytest.raises(ValueError, match="no errors"):
         runner.run([TargetTask(target=QA, node_id="x@1", current_value=QA_VALUE, errors=[])], graph)
+
+
+@pytest.mark.parametrize(("error", "failure"), [(RuntimeError("connection reset"), "RuntimeError: connection reset"),
+                                                (None, "timeout: no answer within 0.05 s")])
+def test_a_failed_optimizer_call_still_reports_the_tokens_it_spent(error, failure):
+    import asyncio
+
+    from agentscope.event import ModelCallEndEvent
+    from pydantic import BaseModel
+
+    from toolkits.optimization.optimizer import run_structured_reply
+
+    class Schema(BaseModel):
+        value: str
+
+    class Agent:
+        async def reply_stream(self, *args, **kwargs):
+            yield ModelCallEndEvent(reply_id="r", input_tokens=7, output_tokens=3)
+            if error is not None:
+                raise error
+            await asyncio.sleep(10)  # hangs until the timeout
+            yield None
+
+    outcome = asyncio.run(run_structured_reply(Agent(), "task", Schema, 0.05))
+    assert outcome.value is None and outcome.failure == failure
+    assert (outcome.input_tokens, outcome.output_tokens, outcome.calls) == (7, 3, 1)
