@@ -94,6 +94,22 @@ def test_explicit_delete_is_a_deletion_error(toy, case_factory):
     assert _verdict(_attr(toy, case_factory(ids["query"], "Sweden", [msg]))) == ("DeletionError", del_op)
 
 
+def test_what_happens_to_memory_after_the_question_does_not_count(toy, case_factory):
+    """The store held the fact when the question was asked; a later update and a later deletion
+    of that unit (the next sessions of the run) are not the error."""
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
+    _, other = _add_unit(toy, facts, "2", "Caroline likes tea")
+    ids = toy.ask("q1", "Where did Caroline move from?", [other])
+    _, later = _update_unit(toy, unit, "1", "Caroline moved")
+    del_op = toy.op("memory_system.update_memory_decision", "update")
+    toy.edge(del_op, later, toy.node("delete_marker", "DELETED", category="marker", class_name="delete_marker"),
+             "update")
+    result = _attr(toy, case_factory(ids["query"], "Sweden", [msg]))
+    assert _verdict(result) == ("RetrievalError", ids["search"])
+    assert all(step["op_id"] != del_op for step in result["trail"])
+
+
 def test_a_fact_told_twice_is_followed_from_both_tellings(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
