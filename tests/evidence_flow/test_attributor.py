@@ -110,6 +110,24 @@ def test_what_happens_to_memory_after_the_question_does_not_count(toy, case_fact
     assert all(step["op_id"] != del_op for step in result["trail"])
 
 
+def test_the_context_is_judged_by_the_version_retrieval_served(toy, case_factory):
+    """Retrieval served the unit while it held the fact; evaluation links the unit by identity, which
+    resolves to a later version without it. The context was built from what retrieval served."""
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
+    query = toy.node("q1", "Where did Caroline move from?", category="message & query", class_name="query")
+    search = toy.op("memory_system.search_vector_store", "retrieval")
+    toy.edge(search, query, unit)
+    _, later = _update_unit(toy, unit, "1", "Caroline moved")
+    qa = toy.op("question-answering", "evaluation")
+    context = toy.node("ctx-q1", "Caroline moved from Sweden", category="memory_context", class_name="context")
+    toy.link(qa, [later], [context])
+    pred = toy.node("pred-q1", "Norway", category="llm_response", class_name="prediction")
+    toy.link(qa, [query, context], [pred])
+    result = _attr(toy, case_factory(query, "Sweden", [msg], prediction="Norway"))
+    assert _verdict(result) == ("ResponseError", qa)
+
+
 def test_a_fact_told_twice_is_followed_from_both_tellings(toy, case_factory):
     msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
     _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")

@@ -130,3 +130,43 @@ def test_a_number_counts_what_stands_next_to_it():
     assert not _bound_alike(answer, fact, token_sequence("I ran 3 miles with my 2 dogs"))
     # a fact that does not bind them asks nothing of the segment
     assert _bound_alike(answer, token_sequence("2 of us ran; miles later"), token_sequence("3 miles, 2 dogs"))
+
+
+def test_polarity_is_read_in_the_clause_that_states_the_fact():
+    probe = _probe("I signed with the Wolves last week.", "Wolves")
+    # a negation in another clause ("can't wait" is no negation at all) keeps the fact
+    assert probe.assess("Caroline signed with the Wolves last week, but she can't wait to play").present
+    assert probe.assess("Caroline signed with the Wolves last week; she didn't sign anywhere else").present
+    assert probe.assess("Caroline signed with the Wolves last week and can't wait to play").present  # an idiom
+    negated = probe.assess("Caroline did not sign with the Wolves last week")
+    assert not negated.present and negated.why == "conflict: negation"
+
+
+def test_a_clause_about_someone_else_is_not_the_fact():
+    names = NAMES | {"john", "maria"}
+    facts = statements("I donated my old car to the shelter.", names, "maria")
+    probe = FactProbe.build(mode="answer", facts=facts, answer_tokens=content_tokens("old car"),
+                            question_tokens=frozenset(), names=names, evidence_tokens=content_tokens(facts[0].text),
+                            document_frequency={}, documents=10, answer_spread=1, answer_threshold=0.75,
+                            evidence_threshold=0.5)
+    assert probe.assess("Maria donated her old car to the shelter").present
+    swapped = probe.assess("John donated his old car to the shelter Maria volunteers at")
+    assert not swapped.present and swapped.why == "conflict: person"
+
+
+def test_another_messages_statement_of_the_answer_is_not_this_fact():
+    fact = statements("We finally adopted a puppy named Bailey in June.", NAMES, "caroline")
+    rival = statements("Melanie adopted a parrot named Bailey, it sings all day long.", NAMES, "melanie")
+
+    def probe(rivals):
+        return FactProbe.build(mode="answer", facts=fact, answer_tokens=content_tokens("Bailey"),
+                               question_tokens=frozenset(), names=NAMES, evidence_tokens=content_tokens(fact[0].text),
+                               document_frequency={}, documents=10, answer_spread=2, answer_threshold=0.75,
+                               evidence_threshold=0.5, rivals=rivals)
+
+    # a buffer that copied the other message: it shares "adopted ... named Bailey" with the fact
+    copy = "adopted a parrot named Bailey, it sings all day long"
+    assert probe([]).assess(copy).present
+    copied = probe(rival).assess(copy)
+    assert not copied.present and copied.why == "another message's statement of the answer"
+    assert probe(rival).assess("Caroline adopted a puppy named Bailey in June").present
