@@ -10,6 +10,8 @@ import run_error_attribution
 from graphtrace.agent_models import ScriptedChatModel, answer
 from membase.cli import main as membase_main
 
+from .conftest import interrupt_after_the_run
+
 REPORT_KEYS = {"query_id", "query", "golden_answers", "golden_answers_id", "prediction", "prediction_id",
                "source_evidence_ids", "graph_path", "error_attribution_result"}
 REASON = (
@@ -127,16 +129,9 @@ def test_a_folder_that_is_neither_needs_the_split(tmp_path, capsys):
 
 
 def test_an_interrupted_run_folder_keeps_its_run_metrics(membase_run, tmp_path, monkeypatch):
-    import asyncio
 
     run_dir, answerable, _, _ = membase_run
-    real_run = asyncio.run
-
-    def run_then_interrupt(coro):
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    interrupt_after_the_run(monkeypatch)
     out = tmp_path / "partial.json"
     assert _attribute(run_dir, out, "--exploration-strategy", "evidence_flow",
                       "--starting-nodes-type", "source_evidence") == 130

@@ -15,7 +15,7 @@ from toolkits._case_cache import CaseCache
 from toolkits.runner import MemTraceConfig, MemTraceRunner
 from toolkits.strategies import register_strategy, unregister_strategy
 
-from .conftest import OP_EXTRACT_5, Case
+from .conftest import OP_EXTRACT_5, Case, interrupt_after_the_run
 
 QUERY = "query:locomo-qa-1-2@1"
 SECRET = "sk-live-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -408,12 +408,7 @@ def test_a_damaged_or_torn_journal_line_is_attributed_again(bench_dir, tmp_path,
     out = tmp_path / "o.json"
     journal = journal_path(out)
     real_run = asyncio.run
-
-    def run_then_interrupt(coro):  # a run whose every case finished, then Ctrl-C
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    interrupt_after_the_run(monkeypatch)  # a run whose every case finished, then Ctrl-C
     assert run_error_attribution.main(_ef_args(bench_dir, out, "--batch-size", "1")) == 130
     monkeypatch.setattr(run_error_attribution.asyncio, "run", real_run)
     first = json.loads(out.read_text())

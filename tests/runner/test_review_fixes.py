@@ -13,7 +13,7 @@ from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.runner import CaseResult, MemTraceConfig, MemTraceRunner, RunCosts
 from toolkits.strategies import register_strategy, unregister_strategy
 
-from .conftest import Case
+from .conftest import Case, interrupt_after_the_run
 
 QUERY = "query:locomo-qa-1-2@1"
 
@@ -231,13 +231,7 @@ def test_interrupt_writes_every_finished_case_and_keeps_the_journal(bench_dir, t
     from toolkits._journal import journal_path
 
     out = tmp_path / "out" / "ck.json"
-    real_run = asyncio.run
-
-    def run_then_interrupt(coro):  # Ctrl-C right after the last case finished
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    interrupt_after_the_run(monkeypatch)  # Ctrl-C right after the last case finished
     assert run_error_attribution.main(_cli_args(bench_dir, out, "--batch-size", "1")) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("interrupted: 4 of 4 case(s)") and "\n" not in err and "rerun the same command" in err

@@ -19,7 +19,7 @@ from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS
 from toolkits.runner import CaseResult, MemTraceConfig, MemTraceRunner, RunReport
 from toolkits.strategies import register_strategy, unregister_strategy
 
-from .conftest import Case
+from .conftest import Case, interrupt_after_the_run
 
 # -- metrics -------------------------------------------------------------------------------------
 
@@ -1017,13 +1017,7 @@ def test_sample_uses_the_seed(bench_dir, tmp_path):
 
 def test_a_resumed_run_keeps_the_earlier_journal_lines(bench_dir, tmp_path, monkeypatch):
     out = tmp_path / "o.json"
-    real_run = asyncio.run
-
-    def run_two_then_interrupt(coro):
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_two_then_interrupt)
+    interrupt_after_the_run(monkeypatch)
     assert run_error_attribution.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", "1")) == 130
     first_lines = journal_path(out).read_text().splitlines()
     assert len(first_lines) == 3
@@ -1163,13 +1157,7 @@ def test_a_journal_that_cannot_be_written_warns_once_and_the_run_goes_on(bench_d
 
 def test_journal_lines_carry_key_index_entry_and_record(bench_dir, tmp_path, monkeypatch):
     out = tmp_path / "o.json"
-    real_run = asyncio.run
-
-    def run_then_interrupt(coro):
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    interrupt_after_the_run(monkeypatch)
     assert run_error_attribution.main(_ef(bench_dir, out, "--batch-size", "1", "--bootstrap-samples", "50")) == 130
     lines = [json.loads(x) for x in journal_path(out).read_text().splitlines()[1:]]
     assert [line["index"] for line in lines] == [0, 1, 2, 3]
@@ -1194,13 +1182,7 @@ def test_end_of_run_failures_keep_the_journal(bench_dir, tmp_path, capsys, monke
                    f"{journal_path(out)}: rerun to write it")
     assert len(journal_path(out).read_text().splitlines()) == 5
 
-    real_run = asyncio.run
-
-    def run_then_interrupt(coro):
-        real_run(coro)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    interrupt_after_the_run(monkeypatch)
     assert run_error_attribution.main(_ef(bench_dir, out)) == 130  # interrupted, and the output cannot be written
     assert capsys.readouterr().err.strip() == (
         f"interrupted: 4 of 4 case(s) finished and are kept in {journal_path(out)}; rerun the same command to "
