@@ -8,17 +8,17 @@ opening the graph that was just indexed does not parse its file a second time.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from smartcomment.schema.base import gc_paused
 
 from .parser import GraphIndex, NotAGraphError, build_graph_index, is_graph_export
 
@@ -45,19 +45,6 @@ def file_stamp(path: str | os.PathLike[str]) -> FileStamp:
     return FileStamp(str(p), st.st_mtime_ns, st.st_size)
 
 
-@contextmanager
-def _gc_paused():
-    # Parsing a big export allocates millions of containers; the cyclic GC would rescan them
-    # again and again for nothing (none of them forms a cycle).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def read_graph_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file.
 
@@ -70,7 +57,7 @@ def read_graph_json(path: str | os.PathLike[str]) -> Any:
     except OSError as exc:
         raise GraphFileError(f"{p.name}: cannot be read ({exc.strerror or exc})") from None
     try:
-        with _gc_paused():
+        with gc_paused():
             return json.loads(blob)
     except UnicodeDecodeError as exc:
         raise GraphFileError(f"{p.name}: not UTF-8 text ({exc.reason})") from None
@@ -165,7 +152,7 @@ def load_graph(path: str | os.PathLike[str]) -> ParsedGraph:
     if not is_graph_export(raw):
         raise GraphFileError(f"{p.name}: not a smartcomment graph export (no data.nodes list)")
     try:
-        with _gc_paused():
+        with gc_paused():
             network = ExecNetwork.import_graph(raw)
             if index is None:
                 index = build_graph_index(raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -386,6 +387,7 @@ def test_unknown_query_and_bad_graph(toy, case_factory):
     assert result["status"] == "query_not_found" and result["error_type"] is None
     with pytest.raises(TypeError, match="ExecNetwork or an exported graph dict"):
         attribute_case_evidence_flow(42, case_factory("query:nope@1", "x", []))
+    assert gc.isenabled()  # the collector is paused while a graph is indexed, and always switched back on
 
 
 def test_seed_gives_frontier_and_hint(toy, case_factory):

@@ -88,3 +88,16 @@ def test_scrambled_gold_labels_change_no_prediction(loaded):
             args = ([], ) if pseudo else ()
             expected = attribute_case_evidence_flow(graph, case, *args, evidence_is_pseudo=pseudo)
             assert attribute_case_evidence_flow(graph, scrambled, *args, evidence_is_pseudo=pseudo) == expected
+
+
+def test_a_loaded_graph_and_its_export_give_the_same_attribution(loaded):
+    """The attributor reads an ``ExecNetwork``'s records directly and an export dict by key; both
+    paths must index the same graph the same way (trails name nodes, ops, versions and times)."""
+    from toolkits.evidence_flow._graph_view import GraphView
+
+    for graph, case in zip(*loaded, strict=True):
+        exported = graph.export_graph()
+        assert attribute_case_evidence_flow(exported, case) == attribute_case_evidence_flow(graph, case)
+        from_records, from_dict = GraphView.build(graph), GraphView.build(exported)
+        assert from_records.nodes == from_dict.nodes and from_records.ops == from_dict.ops
+        assert from_records.edges == from_dict.edges and from_records.op_edges == from_dict.op_edges

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 __all__ = [
@@ -92,6 +93,7 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
 
 
+@lru_cache(maxsize=65536)  # a conversation reuses a few thousand words across many texts
 def _stem(token: str) -> str:
     # A deliberately light stemmer, applied to both sides alike: plural and -ing/-ed forms
     # ("agencies"/"agency", "painted"/"painting"/"paint") meet, short words are left alone.
