@@ -596,6 +596,7 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
         _fill_form(None, None, None, "")
         ss.save_msg = None
         ss.pop("trail_step", None)
+    pg.memo(("evidence_flow_warm_up",), lambda: auto.warm_evidence_flow(pg))
     _qa_header(pg, qa)
     subs = pg.memo(("attribution", qa.qa_id), lambda: attribution_subgraphs(pg, qa))
     st.markdown("#### Candidate subgraphs")

@@ -105,3 +105,41 @@ def test_llm_failure_is_reported_not_raised(bench_graph):
     qa = bench_graph.index.qa("locomo-qa-1-2")
     out = auto.run_llm_attribution(bench_graph, qa, auto.LLMSettings(api_config="/nonexistent/api.json"))
     assert out["prediction"] is None and "not found" in out["failure"]
+
+
+def test_the_warm_up_indexes_the_graph_that_evidence_flow_then_reuses(sc_fixtures, monkeypatch):
+    from toolkits.evidence_flow import _attributor
+    from toolkits.evidence_flow._graph_view import GraphView
+
+    pg = load_graph(sc_fixtures / "sc012_memtracebench_like.json")  # its own copy: nothing cached for it yet
+    builds = []
+    real_build = GraphView.build.__func__
+    monkeypatch.setattr(GraphView, "build", classmethod(lambda cls, g: builds.append(g) or real_build(cls, g)))
+    auto.warm_evidence_flow(pg).join(timeout=60)
+    assert builds == [pg.network] and _attributor._cached_view(pg.network) is not None
+    out = auto.run_evidence_flow(pg, pg.index.qa("locomo-qa-1-2"))
+    assert out["status"] == "attributed" and builds == [pg.network]  # the run found the index ready
+
+
+def test_a_warm_up_on_a_graph_evidence_flow_cannot_read_ends_quietly(bench_graph):
+    import threading
+
+    failures = []
+    previous, threading.excepthook = threading.excepthook, failures.append
+    try:
+        for network in (object(), _Unreadable()):
+            broken = type(bench_graph)(stamp=bench_graph.stamp, network=network, index=bench_graph.index,
+                                       load_seconds=0)
+            auto.warm_evidence_flow(broken).join(timeout=60)
+    finally:
+        threading.excepthook = previous
+    assert failures == []
+
+
+class _Unreadable:
+    """A network whose records cannot be read."""
+
+    def get_all_nodes(self):
+        raise RuntimeError("the store went away")
+
+    get_all_edges = get_all_operations = get_all_nodes

@@ -471,3 +471,37 @@ def test_an_extraction_op_that_writes_the_content_without_it_is_an_extraction_er
     toy.edge(extract, v1, v2, "mutation")
     ids = toy.ask("q1", "Which musician does Caroline listen to during yoga?", [v2])
     assert _verdict(_attr(toy, case_factory(ids["query"], "Nils Frahm", [msg]))) == ("ExtractionError", extract)
+
+
+def test_a_case_and_a_warm_up_at_once_index_the_graph_once(toy, case_factory, monkeypatch):
+    import threading
+
+    from toolkits.evidence_flow import clear_graph_cache, prepare_graph
+    from toolkits.evidence_flow._graph_view import GraphView
+
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "I moved here from Sweden.", ["Caroline moved from Sweden"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline moved from Sweden")
+    graph = toy.export()
+    case = case_factory(toy.ask("q1", "Where did Caroline move from?", [unit])["query"], "Sweden", [msg])
+    clear_graph_cache()
+    builds, started = [], threading.Event()
+    real_build = GraphView.build.__func__
+
+    def slow_build(cls, g):
+        builds.append(g)
+        started.set()
+        threading.Event().wait(0.2)  # the case arrives while the warm-up is still indexing
+        return real_build(cls, g)
+
+    monkeypatch.setattr(GraphView, "build", classmethod(slow_build))
+    warm = threading.Thread(target=prepare_graph, args=(graph,))
+    warm.start()
+    started.wait(5)
+    result = attribute_case_evidence_flow(graph, case)
+    warm.join(5)
+    assert len(builds) == 1
+    monkeypatch.undo()
+    clear_graph_cache()
+    assert result == attribute_case_evidence_flow(graph, case)
+    with pytest.raises(TypeError):
+        prepare_graph(42)

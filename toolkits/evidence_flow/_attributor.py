@@ -62,6 +62,7 @@ DEFAULT_MIN_CONFIDENCE = 0.25
 _VIEW_CACHE: dict[int, tuple[Any, GraphView]] = {}
 _VIEW_CACHE_SIZE = 8
 _VIEW_LOCK = threading.Lock()
+_BUILD_LOCK = threading.Lock()
 
 
 def clear_graph_cache() -> None:
@@ -70,17 +71,42 @@ def clear_graph_cache() -> None:
         _VIEW_CACHE.clear()
 
 
-def _view_for(graph: Any) -> GraphView:
+def _cached_view(graph: Any) -> GraphView | None:
     with _VIEW_LOCK:
         hit = _VIEW_CACHE.get(id(graph))
-    if hit is not None and hit[0] is graph:
-        return hit[1]
-    view = GraphView.build(graph)
-    with _VIEW_LOCK:
-        if len(_VIEW_CACHE) >= _VIEW_CACHE_SIZE:
-            _VIEW_CACHE.pop(next(iter(_VIEW_CACHE)))
-        _VIEW_CACHE[id(graph)] = (graph, view)
+    return hit[1] if hit is not None and hit[0] is graph else None
+
+
+def _view_for(graph: Any) -> GraphView:
+    view = _cached_view(graph)
+    if view is not None:
+        return view
+    with _BUILD_LOCK:  # a warm-up thread and a case asking at once build the index once
+        view = _cached_view(graph)
+        if view is not None:
+            return view
+        view = GraphView.build(graph)
+        with _VIEW_LOCK:
+            if len(_VIEW_CACHE) >= _VIEW_CACHE_SIZE:
+                _VIEW_CACHE.pop(next(iter(_VIEW_CACHE)))
+            _VIEW_CACHE[id(graph)] = (graph, view)
     return view
+
+
+@gc_paused()
+def prepare_graph(graph: Any) -> None:
+    """Index a graph before its first case: what every case of the graph shares (the node, edge
+    and op indexes, the construction edges, the memory units' producers and deletions, message
+    rarity). A viewer calls this in the background so that the first attribution of a big graph
+    does not pay for it; the attributor does the same on demand.
+
+    Raises:
+        TypeError: if ``graph`` is neither an ``ExecNetwork`` nor an exported graph dict.
+    """
+    view = _view_for(graph)
+    for shared in ("construction_edges", "memory_units", "unit_producers", "unit_deletions", "memory_bound",
+                   "document_frequency", "speakers"):
+        getattr(view, shared)
 
 
 def _case_field(case: Any, name: str, default: Any = None) -> Any:
