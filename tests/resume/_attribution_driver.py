@@ -1,7 +1,9 @@
-"""``run_error_attribution.main`` with scripted models, for the resume tests (see ``_kill``).
+"""``run_error_attribution.main`` with a scripted strategy, for the resume tests (see ``_kill``).
 
-Each case's model is logged and answers the case's own annotated type and op (the tests compare
-outputs, not accuracy); the case whose ``final_error_type`` is ``$MEMTRACE_TEST_HANG`` blocks.
+The strategy ``resume_scripted`` needs no model (so no agent framework is imported and a driver
+starts fast): it logs each case it attributes and answers the case's own annotated type and op
+(these tests compare outputs, not accuracy); the case whose ``final_error_type`` is
+``$MEMTRACE_TEST_HANG`` never finishes.
 """
 
 from __future__ import annotations
@@ -10,30 +12,38 @@ import asyncio
 import os
 import signal
 import sys
+from types import SimpleNamespace
 
 from tests.resume import _kill
 
+STRATEGY = "resume_scripted"
 REASON = ("The trace shows the fact reaching this operation and leaving it changed, and every later step only "
           "carried the changed fact forward, so this is where the answer was lost.")
 
 
-def factory(ctx):  # noqa: ANN001, ANN201
-    from graphtrace.agent_models import FunctionChatModel, ScriptedChatModel, answer
-
+async def scripted(ctx):  # noqa: ANN001, ANN201
     annotation = ctx.case.metadata["annotation"]
     _kill.log_call(f"{ctx.graph.graph_id} {annotation['final_error_type']}")
     if annotation["final_error_type"] == os.environ.get("MEMTRACE_TEST_HANG"):
-        async def hang(messages, tools, choice):  # noqa: ANN001, ANN202
-            _kill.mark_hanging()
-            await asyncio.sleep(3600)
+        _kill.mark_hanging()
+        await asyncio.sleep(3600)
+    prediction = {"error_type": annotation["final_error_type"], "op_id": annotation["final_op_id"], "reason": REASON}
+    return SimpleNamespace(prediction=prediction, failure=None,
+                           usage={"input_tokens": 100, "output_tokens": 10, "num_calls": 1})
 
-        return FunctionChatModel(hang)
-    return ScriptedChatModel([answer(annotation["final_error_type"], annotation["final_op_id"], REASON)])
+
+def register() -> None:
+    """Register the scripted strategy (tests unregister it afterwards)."""
+    from toolkits.strategies import register_strategy
+
+    register_strategy(STRATEGY, scripted, needs_model=False, replace=True)
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner's worker may pass SIG_IGN down
     _kill.install()
+    register()
     import run_error_attribution
+    from toolkits._console import run_console
 
-    sys.exit(run_error_attribution.main(sys.argv[1:], model_factory=factory))
+    run_console(lambda: run_error_attribution.main(sys.argv[1:]))  # warnings print as the console script's

@@ -16,8 +16,9 @@ import pytest
 
 import run_error_attribution
 from tests.resume import _kill, _process
-from tests.resume._attribution_driver import factory
+from tests.resume._attribution_driver import STRATEGY, register
 from toolkits._journal import journal_path
+from toolkits.strategies import unregister_strategy
 
 CASES = ["graph-aaaa ExtractionError", "graph-aaaa RetrievalError", "graph-bbbb UpdateError",
          "graph-bbbb ResponseError"]  # the order in which --batch-size 1 runs them
@@ -26,9 +27,9 @@ VOLATILE_METRICS = ("error_attribution_cost", "cost_totals")
 
 
 def _args(bench, out, *extra):
-    return [str(bench), "mem0", "--output-path", str(out), "--exploration-strategy", "long_context",
-            "--starting-nodes-type", "source_evidence", "--no-progress", "--max-iters", "3",
-            "--bootstrap-samples", "0", "--batch-size", "1", "--max-retries", "0", *extra]
+    return [str(bench), "mem0", "--output-path", str(out), "--exploration-strategy", STRATEGY,
+            "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
+            "--batch-size", "1", "--max-retries", "0", *extra]
 
 
 def _comparable(data: dict) -> dict:
@@ -62,8 +63,15 @@ def _rerun(monkeypatch, tmp_path, args, name="rerun.log") -> list[str]:
     log = tmp_path / name
     monkeypatch.setenv(_kill.CALLS, str(log))
     monkeypatch.delenv("MEMTRACE_TEST_HANG", raising=False)
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert run_error_attribution.main(args) == 0
     return _kill.calls(log)
+
+
+@pytest.fixture(autouse=True)
+def _scripted_strategy():
+    register()
+    yield
+    unregister_strategy(STRATEGY)
 
 
 @pytest.fixture()
@@ -94,7 +102,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(bench_dir, tmp_path, m
 
     if sig == signal.SIGINT:
         assert ended.returncode == 130, ended.stderr
-        lines = [ln for ln in ended.stderr.splitlines() if ln.strip() and not ln.startswith(("warning:", "  "))]
+        lines = [ln for ln in ended.stderr.splitlines() if ln.strip() and not ln.startswith("warning: ")]
         assert len(lines) == 1 and lines[0].startswith(f"interrupted: {finished} of 4 case(s) finished"), lines
         partial = json.loads(out.read_text(encoding="utf-8"))
         assert partial["complete"] is False and len(partial["results"]) == finished
