@@ -416,6 +416,11 @@ def _load(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[li
     )
 
     root = Path(args.dataset_dir)
+    if root.exists() and not root.is_dir():  # not a folder to download the benchmark into either
+        raise _UsageError(
+            f"dataset_dir {str(root)!r} is a file; give a MemTraceBench folder (<dir>/<split>/*.json) or a run "
+            "folder of `python -m membase`"
+        )
     benchmark_split = args.split is not None and (root / args.split).is_dir()
     args.run_mode = not benchmark_split and is_membase_run(root)
     if args.run_mode:

@@ -1,4 +1,5 @@
-"""Bad input for the smaller CLIs: faultbench, eval_retrieval_performance.py, the annotation launcher, membase run.
+"""Bad input for the smaller CLIs: faultbench, eval_retrieval_performance.py, the annotation launcher, membase run,
+and what the attribution CLI's own tests do not try (a file as the benchmark folder, an unreadable or dangling graph).
 
 Each case: exit 2, one ``error`` line naming the file or flag, no traceback, and nothing started.
 """
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import eval_retrieval_performance
+import run_error_attribution
 from annotation_interface import cli as annotation_cli
 from membase import cli as membase_cli
+from tests.resume._unreadable import make_unreadable
 from toolkits.faultbench.__main__ import main as faultbench_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -233,3 +236,48 @@ def test_membase_bad_dataset(tmp_path, capsys, rag_config, make, fragment):
 def test_membase_output_dir_that_is_a_file(capsys, rag_config, a_file, locomo_file):
     _one_error(capsys, _membase_run(rag_config, locomo_file, a_file),
                f"--output-dir: {str(a_file)!r} is a file, where the run keeps a folder")
+
+
+# -- run_error_attribution.py -----------------------------------------------------------------------
+
+
+@pytest.fixture()
+def one_graph_split(tmp_path: Path) -> Path:
+    """A MemTraceBench folder whose ``rag`` split holds one committed faultbench graph."""
+    split = tmp_path / "bench" / "rag"
+    split.mkdir(parents=True)
+    (split / "g.json").write_bytes((FAULTBENCH / "rag" / "rag-locomo-1-4.json").read_bytes())
+    return tmp_path / "bench"
+
+
+def _attribute(dataset: Path, out: Path, *extra: str) -> int:
+    return run_error_attribution.main([str(dataset), "rag", "--output-path", str(out), "--exploration-strategy",
+                                       "evidence_flow", "--no-progress", "--bootstrap-samples", "0", *extra])
+
+
+def test_attribution_dataset_dir_that_is_a_file_is_refused_without_a_download(tmp_path, capsys, a_file):
+    line = _one_error(capsys, _attribute(a_file, tmp_path / "o.json"), f"dataset_dir {str(a_file)!r} is a file")
+    assert "download" not in line
+
+
+def test_attribution_unreadable_graph_file(tmp_path, capsys, one_graph_split, monkeypatch):
+    graph = one_graph_split / "rag" / "g.json"
+    make_unreadable(graph, monkeypatch)
+    line = _one_error(capsys, _attribute(one_graph_split, tmp_path / "o.json"), "Permission denied")
+    assert str(graph) in line
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_attribution_graph_with_an_edge_to_a_missing_node(tmp_path, capsys, one_graph_split):
+    graph = one_graph_split / "rag" / "g.json"
+    data = json.loads(graph.read_text(encoding="utf-8"))
+    edge = data["data"]["edges"][3]
+    edge["target_full_node_id"] = "fact:str:never-recorded@1"
+    graph.write_text(json.dumps(data), encoding="utf-8")
+    line = _one_error(capsys, _attribute(one_graph_split, tmp_path / "o.json"), "refers to missing node")
+    assert str(graph) in line and edge["edge_id"] in line and "fact:str:never-recorded@1" in line
+
+
+def test_attribution_sample_size_beyond_the_graphs(tmp_path, capsys, one_graph_split):
+    _one_error(capsys, _attribute(one_graph_split, tmp_path / "o.json", "--sample-size", str(10**12)),
+               "--sample-size must be between 1 and the number of graphs (1)")
