@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from smartcomment.schema.base import gc_paused
@@ -34,6 +35,7 @@ from smartcomment.schema.base import gc_paused
 from ._evidence import EvidenceChoice, choose_evidence
 from ._flow import StoreState, follow_construction
 from ._graph_view import GraphView, NodeRec
+from ._parts import answer_parts, one_message_states_all
 from ._probe import FactProbe
 from ._query_time import find_answering, judge_query_time
 from ._text import (
@@ -183,47 +185,118 @@ def attribute_case_evidence_flow(
         score ≥ 1.0 = present, note); ``evidence`` names the seeds, how they were found and notes.
     """
     view = _view_for(graph)
-    trail = Trail(view)
     query_id = _case_field(case, "query_full_node_id") or ""
     query = view.resolve(query_id) if query_id else None
     if query is None:
         return _result(None, None, "query_not_found",
-                       f"query node {query_id!r} is not in the graph; nothing to follow", trail)
+                       f"query node {query_id!r} is not in the graph; nothing to follow", Trail(view))
 
     golden = _golden_text(case)
-    answer = content_tokens(golden)
     question = str(_case_field(case, "query") or message_text(query.value))
     if evidence_ids is None and allow_annotated_fallback and not evidence_is_pseudo:
         evidence_ids = _annotated_ids(case, query)
-    choice = choose_evidence(view, query=query, question=question, answer=answer,
-                             evidence_ids=None if evidence_ids is None else list(evidence_ids),
-                             pseudo=evidence_is_pseudo or evidence_ids is None, answer_threshold=answer_threshold,
-                             golden=golden)
+    settings = _Settings(evidence_ids=None if evidence_ids is None else list(evidence_ids),
+                         pseudo=evidence_is_pseudo or evidence_ids is None, answer_threshold=answer_threshold,
+                         evidence_threshold=evidence_threshold, embedder=embedder,
+                         embedding_threshold=embedding_threshold)
+    flow = _follow(view, case, query, question, golden, settings)
+    parts = answer_parts(golden)
+    if len(parts) > 1 and not one_message_states_all(view, flow.choice.seeds, parts, answer_threshold):
+        flow = _decisive_part(view, flow, [_follow(view, case, query, question, part, settings, part=part)
+                                           for part in parts])
+    return _finish(flow, min_confidence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Settings:
+    evidence_ids: list[str] | None
+    pseudo: bool
+    answer_threshold: float
+    evidence_threshold: float
+    embedder: Embedder | None
+    embedding_threshold: float
+
+
+@dataclass(kw_only=True)
+class _Flow:
+    """One followed piece of information: its evidence, the verdict and the steps checked."""
+
+    choice: EvidenceChoice
+    trail: Trail
+    verdict: tuple[str, str | None, str, float] | None = None
+    """``(error type, op id, reason, clarity)``; None when no seed was found."""
+    golden: str
+    part: str | None = None
+    """The answer part followed (None: the whole answer)."""
+
+
+def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: str, settings: _Settings, *,
+            part: str | None = None) -> _Flow:
+    """Steps 1–4 of the module docstring for one piece of critical information."""
+    trail = Trail(view)
+    if part is not None:
+        trail.add("evidence", note=f"answer part {part!r}, followed on its own")
+    answer = content_tokens(golden)
+    choice = choose_evidence(view, query=query, question=question, answer=answer, evidence_ids=settings.evidence_ids,
+                             pseudo=settings.pseudo, answer_threshold=settings.answer_threshold, golden=golden)
     for missing in choice.unresolved:
         trail.add("evidence", node_id=missing, note="not in the graph")
+    flow = _Flow(choice=choice, trail=trail, golden=golden, part=part)
     if not choice.seeds:
-        searched = "; ".join(choice.notes) + ("; " if choice.notes else "")
-        return _result(None, None, "evidence_absent",
-                       f"{searched}no message of the conversation states the golden answer {golden!r} and no "
-                       "usable evidence was given: the information cannot be shown to have existed in the "
-                       "conversation, so no memory operation can be blamed for losing it.", trail, choice=choice)
-
+        return flow
     probe = FactProbe.build(
         mode=choice.mode, facts=choice.facts, answer_tokens=answer,
         question_tokens=content_tokens(question), names=view.speakers,
         evidence_tokens=frozenset().union(*(content_tokens(message_text(n.value)) for n in choice.seeds)),
         document_frequency=view.document_frequency, documents=len(view.messages), answer_spread=choice.answer_spread,
-        answer_threshold=answer_threshold, evidence_threshold=evidence_threshold, embedder=embedder,
-        embedding_threshold=embedding_threshold, question=question, golden=golden, rivals=choice.rivals,
+        answer_threshold=settings.answer_threshold, evidence_threshold=settings.evidence_threshold,
+        embedder=settings.embedder, embedding_threshold=settings.embedding_threshold, question=question,
+        golden=golden, rivals=choice.rivals,
     )
     for note in choice.notes:
         trail.add("evidence", note=note)
     for seed in choice.seeds:
         trail.add("evidence", node=seed, present=True, note=f"{choice.mode} mode seed ({choice.source})")
-
     state = follow_construction(view, probe, choice.seeds, query, trail)
-    verdict = _decide(view, probe, state, query, case, trail)
-    error_type, op_id, reason, clarity = verdict
+    flow.verdict = _decide(view, probe, state, query, case, trail)
+    return flow
+
+
+def _decisive_part(view: GraphView, whole: _Flow, parts: list[_Flow]) -> _Flow:
+    """The part lost at the earliest op decides; when every part reached the context, the answer
+    step is at fault (the whole answer's flow says so when it agrees)."""
+    followed = [f for f in parts if f.verdict is not None]
+    lost = [f for f in followed if f.verdict[0] != "ResponseError" and f.verdict[1] is not None]
+    if lost:
+        def when(flow: _Flow) -> tuple[str, int]:
+            op = view.ops.get(flow.verdict[1] or "")
+            return (op.created_at if op else "", parts.index(flow))
+
+        decisive = min(lost, key=when)
+    elif whole.verdict is not None and whole.verdict[0] == "ResponseError" or not followed:
+        return whole
+    else:
+        decisive = followed[0]
+    others = [f.part for f in parts if f is not decisive]
+    error_type, op_id, reason, clarity = decisive.verdict
+    reason = (f"The answer has {len(parts)} parts told by different messages; part {decisive.part!r} decides. "
+              f"{reason}" + (f" (Also followed: {', '.join(repr(o) for o in others)}.)" if others else ""))
+    trail = Trail(view)
+    for flow in [decisive, *(f for f in parts if f is not decisive)]:
+        trail.steps.extend(flow.trail.steps)
+    return _Flow(choice=decisive.choice, trail=trail, verdict=(error_type, op_id, reason, clarity),
+                 golden=decisive.golden, part=decisive.part)
+
+
+def _finish(flow: _Flow, min_confidence: float) -> dict[str, Any]:
+    choice, trail = flow.choice, flow.trail
+    if flow.verdict is None:
+        searched = "; ".join(choice.notes) + ("; " if choice.notes else "")
+        return _result(None, None, "evidence_absent",
+                       f"{searched}no message of the conversation states the golden answer {flow.golden!r} and no "
+                       "usable evidence was given: the information cannot be shown to have existed in the "
+                       "conversation, so no memory operation can be blamed for losing it.", trail, choice=choice)
+    error_type, op_id, reason, clarity = flow.verdict
     if choice.notes:  # how the evidence was found (e.g. that retrieval found nothing) belongs in the answer
         reason = f"Evidence: {'; '.join(choice.notes)}. {reason}"
     confidence = choice.confidence * clarity
