@@ -505,3 +505,19 @@ def test_a_case_and_a_warm_up_at_once_index_the_graph_once(toy, case_factory, mo
     assert result == attribute_case_evidence_flow(graph, case)
     with pytest.raises(TypeError):
         prepare_graph(42)
+
+
+def test_a_new_fact_decided_none_is_an_extraction_error_at_the_decision_op(toy, case_factory):
+    """Extraction kept the fact; the update decision carried it with event NONE and stored no unit:
+    the decision op had it last (not the extractor, which did its job)."""
+    msg, _, facts = _mem0_turn(toy, "U1:D1:1", "The shelter found homes for twelve dogs in April.",
+                               ["The shelter found homes for twelve dogs in April"])
+    decide = toy.op("memory_system.update_memory_decision", "update")
+    decision = toy.node("raw_memory_update_decision", json.dumps({"memory": [
+        {"id": "0", "text": "The shelter found homes for twelve dogs in April", "event": "NONE"}]}),
+        category="llm_response")
+    toy.edge(decide, facts, decision, "update")
+    ids = toy.ask("q1", "How many dogs did the shelter find homes for in April?", [])
+    result = _attr(toy, case_factory(ids["query"], "twelve", [msg]))
+    assert _verdict(result) == ("ExtractionError", decide)
+    assert "went no further" in result["reason"]

@@ -335,6 +335,14 @@ def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec
                       "never captured into memory.")
             clarity = 0.5 + 0.5 * min(_margin(drop.verdict.score), _margin(state.best_unit_score))
             return "ExtractionError", edge.op_id, reason, clarity
+        carry = state.last_carry
+        if carry is not None:
+            trail.add("construction", op_id=carry.op_id, node_id=carry.target, present=True,
+                      note=f"{carry.target} is the last to hold it; nothing made from it holds it")
+            reason = (f"No memory unit ever held the critical information ({what}). It was last carried by "
+                      f"{carry.target}, written by op {carry.op_id} ({view.op_name(carry.op_id)}), and went no "
+                      "further: that op had the information and stored no memory unit with it.")
+            return "ExtractionError", carry.op_id, reason, 0.6
         consumer = state.first_consumer
         if consumer is not None:
             reason = (f"No memory unit ever held the critical information ({what}); op {consumer.op_id} "

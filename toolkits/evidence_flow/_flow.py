@@ -18,7 +18,8 @@ another unit that takes the information over keeps it alive.
   drop into a memory unit (a unit built from the evidence that does not hold it), else the
   deepest drop on the way to memory (the drop whose carrying source was created last among
   drops whose target leads to a memory unit): the last op that had the information and did not
-  pass it on.
+  pass it on. When nothing was dropped (every output still says it, none of them is a unit), the
+  op that wrote the last of them: the information reached it and went no further.
 * Held, and no unit holds it when the question is asked: the op that last emptied the set — an
   ``UpdateError`` (a new version without it) or a ``DeletionError`` (a delete marker, an edge of a
   deleting op from the unit, or a new version that is empty or says "deleted").
@@ -81,7 +82,10 @@ class StoreState:
     last_loss: Loss | None = None
     extraction_drop: Drop | None = None
     first_consumer: EdgeRec | None = None
-    """The first construction edge that reads a seed (blamed when nothing was dropped)."""
+    """The first construction edge that reads a seed."""
+    last_carry: EdgeRec | None = None
+    """The last construction edge that passed the information on (its op had it last: blamed when
+    nothing was dropped and no unit took it, e.g. a Mem0 decision of NONE for a new fact)."""
     next_op: str | None = None
     """When no op reads a seed: the first construction op recorded after it (the one that should have)."""
     best_unit_score: float = 0.0
@@ -106,6 +110,7 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
         verdict = probe.assess(node_text(target, flow=True))
         if verdict.present:
             state.carriers.add(edge.target)
+            state.last_carry = edge
             if shown < _MAX_CARRY_STEPS:
                 trail.add("construction", op_id=edge.op_id, node=target, present=True, score=verdict.score,
                           note=f"{edge.source} -> {edge.target} keeps it")
