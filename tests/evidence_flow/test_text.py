@@ -170,3 +170,14 @@ def test_another_messages_statement_of_the_answer_is_not_this_fact():
     copied = probe(rival).assess(copy)
     assert not copied.present and copied.why == "another message's statement of the answer"
     assert probe(rival).assess("Caroline adopted a puppy named Bailey in June").present
+
+
+def test_a_contrast_negates_the_alternative_not_the_statement():
+    from toolkits.evidence_flow._facts import is_negated_about
+
+    text = "No, it's at Anya's flat in Brighton, not at my place."
+    assert not is_negated_about(text, content_tokens("Anya's flat in Brighton"))
+    assert is_negated_about(text, content_tokens("my place"))
+    assert is_negated_about("It isn't at Anya's flat in Brighton, it is at my place.", content_tokens("Anya's flat"))
+    probe = _probe(text, "Anya's flat in Brighton", question="Where is the party?")
+    assert probe.assess("The party is at Anya's flat in Brighton").present

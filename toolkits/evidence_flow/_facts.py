@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ._text import content_tokens, text_lines
 
@@ -92,18 +93,34 @@ _NEGATION_IDIOMS = re.compile(
     r"\b(?:can'?t|cannot|can not|couldn'?t|could not)\s+(?:wait|believe)\b|\bno\s+(?:doubts?|wonder|worries|problem)\b"
     r"|\bnot\s+only\b|\bnever\s+mind\b", re.IGNORECASE)
 # Where one clause ends and another, with its own polarity, begins: semicolons, dashes, or a
-# conjunction or comma before a new subject ("..., I only started ...", "... but she ..."). A
+# conjunction or comma before a new subject ("..., I only started ...", "... but she ..."), or a
+# comma before a contrast ("..., not at my place"). A
 # conjunction without a subject joins verb phrases that share the negation ("I have not a painting
 # to remind me to stay true and be a leader").
 _SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b|[A-Z][a-z]+\b)"
 _CLAUSE_BREAK = re.compile(
     r"\s*(?:;|—|–|\s-\s|,?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
-    r"|,\s*(?=" + _SUBJECT + r"))\s*")
+    r"|,\s*(?=" + _SUBJECT + r")"
+    # a contrast that negates only the alternative ("it's at Anya's flat, not at my place")
+    r"|,\s*(?=(?i:not|rather than|instead of)\b))\s*")
 
 
 def clauses(text: str) -> list[str]:
     """The clauses of a sentence (see ``_CLAUSE_BREAK``)."""
     return [part for part in _CLAUSE_BREAK.split(text.replace("’", "'")) if part and part.strip()] or [text]
+
+
+_CONTRAST = re.compile(r"^\s*(?:not|rather than|instead of)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def contrast_tokens(text: str) -> frozenset[str]:
+    """Content tokens that only a contrast clause names ("..., not at my place"): the alternative,
+    which a faithful memory of the statement leaves out."""
+    parts = clauses(text)
+    named = frozenset().union(*(content_tokens(p) for p in parts if _CONTRAST.match(p)))
+    kept = frozenset().union(*(content_tokens(p) for p in parts if not _CONTRAST.match(p)))
+    return named - kept
 
 
 def is_negated_about(text: str, focus: frozenset[str]) -> bool:

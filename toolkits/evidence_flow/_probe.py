@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._facts import Statement, agent_of, anchors_of, is_negated_about, segments
+from ._facts import Statement, agent_of, anchors_of, contrast_tokens, is_negated_about, segments
 from ._text import Embedder, cosine, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
@@ -165,8 +165,9 @@ class FactProbe:
         return base * (_QUESTION_WEIGHT if token in self.question_tokens else 1.0)
 
     def support_tokens(self, fact: Statement) -> frozenset[str]:
-        """The fact's distinctive tokens: its content tokens minus the answer and person names."""
-        tokens = fact.tokens - self.answer_tokens - self.names
+        """The fact's distinctive tokens: its content tokens minus the answer, person names and the
+        alternative a contrast clause rules out."""
+        tokens = fact.tokens - self.answer_tokens - self.names - contrast_tokens(fact.text)
         return tokens or fact.tokens - self.names
 
     def support(self, fact: Statement, segment: Statement) -> float:
