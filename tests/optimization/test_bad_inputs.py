@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import run_optimization
+from tests.resume._unreadable import make_unreadable
 from toolkits.optimization.loop import IterationStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,3 +123,138 @@ def test_a_truncated_summary_of_the_last_round_is_rerun_and_the_final_evaluation
     assert again.keys() == whole.keys()
     final = json.loads((out / "final_evaluation.json").read_text(encoding="utf-8"))
     assert final["num_questions"] >= 1 and set(final["metrics"]) == {"f1", "bleu", "llm_judge"}
+
+
+# -- nothing is done, and nothing earlier is discarded, before every input is checked ---------------
+
+
+def _complete_round(out: Path) -> Path:
+    """A folder with one complete round, as a finished earlier run leaves it."""
+    folder = out / "iteration_1"
+    folder.mkdir(parents=True)
+    (folder / "memory_system_config.json").write_text("{}", encoding="utf-8")
+    (folder / "iteration_summary.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture()
+def no_openai_env(monkeypatch):
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def _openai_mem0(tmp_path: Path, **llm_config) -> Path:
+    config = tmp_path / "mem0 openai é.json"
+    config.write_text(json.dumps({"layer_type": "Mem0", "llm_provider": "openai", "llm_config": llm_config,
+                                  "embedder_provider": "fake", "embedding_model_dims": 64}), encoding="utf-8")
+    return config
+
+
+def test_the_layers_credentials_are_checked_before_any_round_and_before_rerun_wipes(tmp_path, capsys, locomo_file,
+                                                                                    no_openai_env):
+    out = tmp_path / "o"
+    config = _openai_mem0(tmp_path)
+    _fails(capsys, _argv(out, locomo_file, config=config), "cannot start: no model credentials")
+    assert list(out.iterdir()) == []  # no sample drawn, no round folder, no memory built
+    kept = _complete_round(out)
+    _fails(capsys, _argv(out, locomo_file, "--rerun", config=config), "cannot start: no model credentials")
+    assert IterationStore.is_complete(kept)
+
+
+def test_a_missing_api_config_of_the_layer_is_reported_before_any_round(tmp_path, capsys, locomo_file, no_openai_env):
+    out = tmp_path / "o"
+    missing = tmp_path / "nowhere" / "api_config.json"
+    line = _fails(capsys, _argv(out, locomo_file, config=_openai_mem0(tmp_path, api_config_path=str(missing))),
+                  f"API config file {str(missing)!r} not found")
+    assert "cannot start" in line
+    assert not (out / "iteration_1").exists() and not (out / "sampled_dataset.json").exists()
+
+
+def test_an_unreachable_endpoint_of_the_layer_from_the_environment_is_reported_before_any_round(
+        tmp_path, capsys, locomo_file, monkeypatch):
+    import socket
+
+    from membase.clients.guard import allow_model_requests
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    out = tmp_path / "o"
+    with allow_model_requests():
+        line = _fails(capsys, _argv(out, locomo_file, config=_openai_mem0(tmp_path)), "is unreachable")
+    assert "layer llm_model 'gpt-4.1-mini'" in line and f"127.0.0.1:{port}" in line and "sk-local" not in line
+    assert not (out / "iteration_1").exists()
+
+
+def test_a_sample_size_beyond_the_dataset_is_refused_before_rerun_wipes(tmp_path, capsys, locomo_file):
+    out = tmp_path / "o"
+    kept = _complete_round(out)
+    _fails(capsys, _argv(out, locomo_file, "--rerun", sample_size="11"), "--sample-size 11 exceeds the 10 conversations")
+    assert IterationStore.is_complete(kept)
+
+
+def test_a_huge_sample_size_is_one_line_at_once(tmp_path, capsys, locomo_file):
+    # it used to check 10**12 round folders for being files before comparing with the dataset
+    _fails(capsys, _argv(tmp_path / "o", locomo_file, sample_size=str(10**12)), "exceeds the 10 conversations")
+
+
+@pytest.mark.parametrize("which", ["dataset", "config", "prompt file"])
+def test_an_unreadable_input_file(tmp_path, capsys, locomo_file, monkeypatch, which):
+    out = tmp_path / "o"
+    if which == "dataset":
+        target = tmp_path / "locomo é.json"
+        target.write_bytes(locomo_file.read_bytes())
+        argv = _argv(out, target)
+    elif which == "config":
+        target = tmp_path / "config.json"
+        target.write_bytes(CONFIG.read_bytes())
+        argv = _argv(out, locomo_file, config=target)
+    else:
+        target = tmp_path / "prompts.json"
+        target.write_text(json.dumps({"question_answering_prompt": "Answer $question from $context."}))
+        argv = _argv(out, locomo_file, "--initial-prompts", str(target))
+    make_unreadable(target, monkeypatch)
+    line = _fails(capsys, argv, "cannot be read")
+    assert "Permission denied" in line and repr(str(target)) in line
+    assert not (out / "iteration_1").exists()
+
+
+def test_a_run_settings_file_that_is_a_folder(tmp_path, capsys, locomo_file):
+    out = tmp_path / "o"
+    (out / "run_settings.json").mkdir(parents=True)
+    _fails(capsys, _argv(out, locomo_file), "is a folder, where the run writes a file")
+
+
+@pytest.mark.parametrize("damage", ["[]", "{\"qa_model\": ", ""], ids=["a-list", "truncated", "empty"])
+def test_damaged_run_settings_beside_complete_rounds_are_one_line_and_never_guessed(tmp_path, capsys, locomo_file,
+                                                                                    damage):
+    out = tmp_path / "o"
+    _complete_round(out)
+    (out / "run_settings.json").write_text(damage, encoding="utf-8")
+    _fails(capsys, _argv(out, locomo_file), "run_settings.json' is unreadable")
+
+
+def test_a_final_evaluation_result_that_is_a_list_is_evaluated_again(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from membase.clients.fake import FunctionChatModel
+    from toolkits.optimization import final_eval
+    from toolkits.optimization.bundle import MemoryConfigBundle
+    from toolkits.optimization.pipeline import PipelineSettings
+
+    runs = []
+    monkeypatch.setattr(final_eval, "run_pipeline", lambda *a, **k: runs.append(a) or SimpleNamespace(
+        summary={}, outputs=[{"qa_pair": {"id": "q"}}]))
+    bundle = MemoryConfigBundle.from_layer_config(json.loads(CONFIG.read_text(encoding="utf-8")))
+    settings = PipelineSettings(top_k=2, qa_model=FunctionChatModel(lambda *_a, **_k: "x", model="fake:x"),
+                                judge_model=None, metrics=("f1",))
+    folder = tmp_path / "initial"
+    folder.mkdir()
+    (folder / "outcomes.json").write_text("[]", encoding="utf-8")  # hand-edited, or another tool's file
+    dataset = SimpleNamespace(trajectories=[object()])
+    assert final_eval._evaluate(bundle, dataset, [3], folder, settings) == [{"qa_pair": {"id": "q"}}]
+    assert len(runs) == 1
+    assert final_eval._evaluate(bundle, dataset, [3], folder, settings) == [{"qa_pair": {"id": "q"}}]
+    assert len(runs) == 1  # the rewritten file is reused

@@ -93,8 +93,11 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
     except OSError as exc:
         raise InputError(f"--optimization-dir {args.optimization_dir!r} is not writable: {exc}") from None
     store = IterationStore(root)
-    _check_layout(root, args.sample_size)
     full = _dataset(args)
+    if args.sample_size > len(full.trajectories):  # checked here, not when sampling: --rerun has not wiped yet
+        raise InputError(f"--sample-size {args.sample_size} exceeds the {len(full.trajectories)} conversations "
+                         "of the dataset")
+    _check_layout(root, args.sample_size)
     settings = _settings(args, metrics)
     step = _step(args, targets, settings, None, attribution_model_factory, optimizer_model_factory, initial)
     _check_index_flags(args, len(full.trajectories))
@@ -103,6 +106,13 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         _start_over(store, root)
     train = _training(args, root, full)
     validation_indexes, eval_indexes = _held_out(args, full, train.indexes)
+    from toolkits.optimization.run_settings import RunSettingsMismatchError, check_run_settings
+
+    try:
+        check_run_settings(root, _run_settings(args, initial, targets, settings, validation_indexes),
+                           has_complete_rounds=store.last_complete() is not None)
+    except RunSettingsMismatchError as exc:
+        raise InputError(str(exc)) from None
     from toolkits.optimization.sampling import select
 
     validation_dataset = None
@@ -116,16 +126,48 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
                  settings=settings, step=step, store=store)
 
 
+def _run_settings(args: argparse.Namespace, initial: Any, targets: list[Any], settings: Any,
+                  validation_indexes: list[int]) -> dict[str, Any]:
+    """What decides a round's result (see :mod:`toolkits.optimization.run_settings`)."""
+    import hashlib
+    import json
+
+    from toolkits.strategies import get_strategy
+
+    config = json.dumps(initial.to_json_dict(redact=True), sort_keys=True, ensure_ascii=False)  # a new key is no change
+    attribution_model = None
+    if not args.disable_memtrace and get_strategy(args.attribution_strategy).needs_model:
+        attribution_model = args.attribution_model
+    return {
+        "initial_configuration_sha256": hashlib.sha256(config.encode("utf-8")).hexdigest(),
+        "targets": [t.field for t in targets],
+        "top_k": settings.top_k,
+        "qa_model": args.qa_model,
+        "judge_model": args.judge_model if settings.judge_model is not None else None,
+        "metrics": list(settings.metrics),
+        "qa_max_tokens": settings.qa_max_tokens,
+        "judge_max_tokens": settings.judge_max_tokens,
+        "attribution": "disabled" if args.disable_memtrace else args.attribution_strategy,
+        "attribution_model": attribution_model,
+        "optimizer_model": args.optimizer_model,
+        "temperature": args.temperature,
+        "num_gradient_histories": args.num_gradient_histories,
+        "batch_size_for_summarization": args.batch_size_for_summarization,
+        "validation_gate": validation_indexes if args.validation_gate else None,
+    }
+
+
 def _check_layout(root: Path, rounds: int) -> None:
     """A stray file or folder where the run writes the other kind would fail mid-run: refuse it now."""
     from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME
+    from toolkits.optimization.run_settings import RUN_SETTINGS_FILENAME
     from toolkits.optimization.sampling import SAMPLED_DATASET_FILENAME
 
     for name in [*(f"iteration_{k}" for k in range(1, rounds + 1)), "final_evaluation"]:
         if (root / name).exists() and not (root / name).is_dir():
             raise InputError(f"{str(root / name)!r} is a file, where the run keeps a folder; move it out of "
                              "--optimization-dir")
-    for name in (FINAL_EVALUATION_FILENAME, SAMPLED_DATASET_FILENAME):
+    for name in (FINAL_EVALUATION_FILENAME, SAMPLED_DATASET_FILENAME, RUN_SETTINGS_FILENAME):
         if (root / name).is_dir():
             raise InputError(f"{str(root / name)!r} is a folder, where the run writes a file; move it out of "
                              "--optimization-dir")
@@ -195,6 +237,8 @@ def _dataset(args: argparse.Namespace) -> Any:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"--dataset-path {args.dataset_path!r} is not valid UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"--dataset-path {args.dataset_path!r} cannot be read: {exc.strerror or exc}") from None
     try:
         full = load_full_dataset(path, max_sessions=args.max_sessions, max_questions=args.max_questions)
     except DatasetError as exc:
@@ -288,11 +332,18 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
           optimizer_model_factory: Any, initial: Any) -> Any:
     from pydantic import ValidationError
 
+    from membase.exceptions import ConfigError
     from toolkits._base import CredentialError, resolve_api_pool
     from toolkits.optimization.loop import AttributionSettings, PromptRoundStep, default_optimizers
     from toolkits.optimization.optimizer import OptimizerConfig, OptimizerRunner
     from toolkits.optimization.optimizer import optimizer_model_factory as from_spec
-    from toolkits.optimization.preflight import Endpoint, EndpointError, check_endpoints, endpoints_in_config
+    from toolkits.optimization.preflight import (
+        Endpoint,
+        EndpointError,
+        check_endpoints,
+        endpoints_in_config,
+        layer_model_endpoints,
+    )
     from toolkits.runner import MemTraceConfig, MemTraceRunner
     from toolkits.strategies import available_strategies, get_strategy
 
@@ -349,6 +400,10 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
         if credentials is not None:
             endpoints += [Endpoint(what=spec, base_url=credentials.credential_for(i).base_url,
                                    api_key=credentials.credential_for(i).api_key) for i in range(credentials.size)]
+    try:  # the layer resolves its model's credentials only when round 1 starts: resolve them now
+        endpoints += layer_model_endpoints(initial.backend, initial.base_config)
+    except ConfigError as exc:
+        raise InputError(f"the layer of --config-path {args.config_path!r} cannot start: {exc}") from None
     endpoints += endpoints_in_config(initial.base_config)
     try:
         check_endpoints(endpoints)

@@ -45,8 +45,8 @@ def _evaluate(bundle: MemoryConfigBundle, dataset: Any, indexes: Sequence[int], 
             data = json.loads(saved.read_text(encoding="utf-8"))
             if data.get("identity") == identity:
                 return list(data["outputs"])
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
-            pass  # unreadable: evaluate again
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            pass  # unreadable, or not the object this writes: evaluate again
     result = run_pipeline(bundle, dataset, folder, settings, start_idx=0, end_idx=len(dataset.trajectories))
     atomic_write_json(saved, {"identity": identity, "summary": result.summary, "outputs": result.outputs})
     return result.outputs

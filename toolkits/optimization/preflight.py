@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Endpoint", "EndpointError", "check_endpoints", "endpoints_in_config", "probe_endpoint"]
+__all__ = [
+    "Endpoint",
+    "EndpointError",
+    "check_endpoints",
+    "endpoints_in_config",
+    "layer_model_endpoints",
+    "probe_endpoint",
+]
 
 OPENAI_DEFAULT = "https://api.openai.com/v1"
 
@@ -89,6 +96,39 @@ def endpoints_in_config(config: Mapping[str, Any], what: str = "layer config") -
 
     walk(config, "")
     return found
+
+
+def layer_model_endpoints(backend: str, fields: Mapping[str, Any]) -> list[Endpoint]:
+    """The endpoints of a layer's own chat model, with its credentials resolved now as the layer
+    resolves them when it starts (its ``api_config_path`` file, else an explicit key/URL, else
+    ``OPENAI_BASE_URL``/``OPENAI_API_KEY``); a ``fake`` provider has none.
+
+    Raises:
+        membase.exceptions.ConfigError: An invalid config, no credentials, or a missing or
+            malformed ``api_config_path`` file (what round 1 would otherwise find).
+    """
+    from membase.layers import build_layer_config
+    from membase.layers._common import build_chat_client
+
+    config = build_layer_config(backend, user_id="preflight", **dict(fields))
+    found: list[Endpoint] = []
+    for what, model, options in _layer_chat_models(config):
+        client = build_chat_client(model, api_config_path=options.get("api_config_path"),
+                                   api_key=options.get("api_key"), base_url=options.get("base_url"))
+        pool = client.credentials
+        found += [Endpoint(what=what, base_url=pool.credential_for(i).base_url, api_key=pool.credential_for(i).api_key)
+                  for i in range(pool.size)]
+    return found
+
+
+def _layer_chat_models(config: Any) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """``(who, model, credential options)`` of each chat model a layer config asks for."""
+    if getattr(config, "llm_provider", "fake") != "fake":  # Mem0: provider beside an options dict
+        return [(f"layer llm_model {config.llm_model!r}", config.llm_model, config.llm_config)]
+    llm = getattr(config, "llm_config", None)
+    if getattr(llm, "provider", "fake") != "fake":  # EverMemOS: an options object with its provider
+        return [(f"layer llm_config.model {llm.model!r}", llm.model, llm.model_dump())]
+    return []
 
 
 def _endpoints_of_file(path: str, what: str) -> list[Endpoint]:
