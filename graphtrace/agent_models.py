@@ -69,7 +69,14 @@ class StructuredReply:
     final: Msg | None = None
 
     async def drive(self, agent: Any, text: str, schema: type[BaseModel]) -> None:
-        """Stream ``agent``'s reply to ``text`` (a user message named ``user``) under ``schema``."""
+        """Stream ``agent``'s reply to ``text`` (a user message named ``user``) under ``schema``.
+
+        Raises:
+            asyncio.CancelledError: The task was cancelled during the reply (Ctrl-C, or a
+                ``wait_for`` timeout, which then surfaces as ``TimeoutError``). agentscope swallows
+                the cancellation and ends the reply as "interrupted"; raised again here, so that a
+                Ctrl-C stops the run instead of being recorded as a failed reply.
+        """
         async for item in agent.reply_stream(UserMsg(name="user", content=text), structured_schema=schema,
                                              yield_final_msg=True):
             if isinstance(item, ModelCallEndEvent):
@@ -78,6 +85,9 @@ class StructuredReply:
                 self.usage["num_calls"] += 1
             elif isinstance(item, Msg):
                 self.final = item
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
 
 
 class ErrorAttributionPrediction(BaseModel):

@@ -13,6 +13,7 @@ import pytest
 import generate_report
 from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
 from tests.report.conftest import attribution_output
+from tests.resume._unreadable import make_unreadable
 
 
 def _run(capsys, argv, **kwargs) -> tuple[int, list[str]]:
@@ -174,3 +175,48 @@ def test_a_damaged_saved_version_is_redone_and_the_batches_before_it_are_kept(tm
     data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
     assert data["llm"]["resumed_batches"] == 1 and data["report"] == f"v{total}" and data["complete"] is True
     assert json.loads(second.read_text(encoding="utf-8"))["report"] == "v2"
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted"])
+def test_the_same_input_file_twice_is_refused_not_counted_twice(tmp_path, capsys, rag_output, monkeypatch, spelling):
+    monkeypatch.chdir(tmp_path)
+    again = str(rag_output) if spelling == "same" else f"./{rag_output.name}"
+    line = _one_error(capsys, ["--data-path", str(rag_output), again, "--save-folder", str(tmp_path / "r"), "--no-llm"],
+                      "is given twice")
+    assert repr(again) in line and repr(str(rag_output)) in line
+    assert not (tmp_path / "r" / "error_analysis_report.json").exists()
+
+
+def test_an_unreadable_input_file(tmp_path, capsys, rag_output, monkeypatch):
+    make_unreadable(rag_output, monkeypatch)
+    _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm"],
+               f"input file {str(rag_output)!r} cannot be read: Permission denied")
+
+
+def test_an_unreadable_overview_file(tmp_path, capsys, rag_output, monkeypatch):
+    overview = tmp_path / "overview.md"
+    overview.write_text("A memory system.", encoding="utf-8")
+    make_unreadable(overview, monkeypatch)
+    _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--model", "fake:x",
+                        "--target-system-overview", str(overview), "--no-progress"], "cannot be read: Permission denied")
+
+
+@pytest.mark.parametrize("damage", ["[]", "", '{"format": "memtrace-report-version/1", "report": "v1'],
+                         ids=["a-list", "empty", "truncated"])
+def test_a_damaged_first_version_is_named_as_such_and_restart_recovers(tmp_path, capsys, rag_output, damage):
+    folder = tmp_path / "r"
+    argv = ["--data-path", str(rag_output), "--save-folder", str(folder), "--batch-size", "3", "--model", "scripted",
+            "--no-png", "--no-progress"]
+    calls: list[int] = []
+
+    def factory(i: int) -> ScriptedChatModel:
+        calls.append(i)
+        return ScriptedChatModel([_version(f"v{i + 1}")])
+
+    assert _run(capsys, argv, model_factory=factory)[0] == 0
+    (folder / "report_versions" / "version_001.json").write_text(damage, encoding="utf-8")
+    calls.clear()
+    line = _one_error(capsys, argv, "(or damaged ones); pass --restart", model_factory=factory)
+    assert calls == []  # nothing sent, nothing overwritten
+    assert _run(capsys, [*argv, "--restart"], model_factory=factory)[0] == 0 and calls[0] == 0
+    assert "report_versions" in line

@@ -230,7 +230,8 @@ def load_attribution_inputs(paths: Sequence[str | Path]) -> AttributionInput:
     """Read one or more attribution outputs.
 
     Raises:
-        ReportInputError: A file is missing, is not JSON, or is not an attribution output.
+        ReportInputError: A file is missing, is not JSON, is not an attribution output, or is
+            given twice.
     """
     if not paths:
         raise ReportInputError("no input file given")
@@ -238,8 +239,15 @@ def load_attribution_inputs(paths: Sequence[str | Path]) -> AttributionInput:
     splits: list[str] = []
     strategies: list[str] = []
     incomplete: list[str] = []
+    seen: dict[Path, str] = {}
     for path in paths:
         name = str(path)
+        key = Path(path).resolve()
+        if key in seen:
+            raise ReportInputError(
+                f"input file {name!r} is given twice (also as {seen[key]!r}); its records would be counted twice"
+            )
+        seen[key] = name
         try:
             text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is tolerated
         except FileNotFoundError:

@@ -183,6 +183,8 @@ class ReportRunner:
             overview=overview,
             statistics=statistics,
             prompt_version=PROMPT_VERSION,
+            model_settings={"model": self.config.model, "temperature": self.config.temperature,
+                            "max_tokens": self.config.max_tokens},
         )
 
     async def _attempt(self, batch_index: int, system_prompt: str, task: str) -> BatchResult:
@@ -273,8 +275,8 @@ class ReportRunner:
         saved = store.resumable()
         if not saved and store.has_foreign_versions():
             raise ValueError(
-                f"{store.folder} holds report versions of another input or settings; pass --restart to discard "
-                "them, or choose another --save-folder"
+                f"{store.folder} holds report versions of another input or settings (or damaged ones); pass "
+                "--restart to discard them, or choose another --save-folder"
             )
         saved = saved[: len(batches)]
         if len(saved) < len(batches):

@@ -2,11 +2,12 @@
 
 Version ``k`` is the report after batch ``k``. It is written atomically to
 ``<save_folder>/report_versions/version_<k>.json`` (with the report, the model's rationale, the
-batch's cases, usage and seconds) plus a ``.md`` copy of the text for reading and diffing. Each
-file carries the *fingerprint* of the run — a hash of the rendered cases, the batch size, the
-overview, the statistics shown to the model and the prompt version — and only versions with the
-current fingerprint are resumed: a rerun with other input or settings never continues a report it
-did not start.
+batch's cases, usage and seconds) plus a ``.md`` copy of the text for reading and diffing; the
+``.md`` is written first, so the ``.json`` — what a rerun resumes from — is never there without
+it. Each file carries the *fingerprint* of the run — a hash of the rendered cases, the batch
+size, the overview, the statistics shown to the model, the prompt version and the model's name,
+temperature and token cap — and only versions with the current fingerprint are resumed: a rerun
+with other input or settings never continues a report it did not start.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,21 @@ VERSION_FORMAT = "memtrace-report-version/1"
 _NAME = re.compile(r"^version_(\d{3,})\.(json|md)$")
 
 
-def run_fingerprint(*, cases: Sequence[str], batch_size: int, overview: str, statistics: str, prompt_version: str) -> str:
-    """SHA-256 of everything that decides what the model is shown, batch by batch."""
+def run_fingerprint(
+    *,
+    cases: Sequence[str],
+    batch_size: int,
+    overview: str,
+    statistics: str,
+    prompt_version: str,
+    model_settings: Mapping[str, Any] | None = None,
+) -> str:
+    """SHA-256 of everything that decides what the model is shown, batch by batch, and of the
+    model settings that decide its answer (``model_settings``: name, temperature, token cap)."""
     blob = json.dumps(
         {
             "prompt_version": prompt_version,
+            "model_settings": dict(model_settings or {}),
             "batch_size": batch_size,
             "overview": overview,
             "statistics": statistics,
@@ -110,6 +121,5 @@ class VersionStore:
     def save(self, batch: int, payload: dict[str, Any]) -> Path:
         """Write version ``batch`` (JSON with the format and fingerprint added, plus the ``.md`` text)."""
         data = {"format": VERSION_FORMAT, "fingerprint": self.fingerprint, "batch": batch, **payload}
-        path = atomic_write_json(self.path_for(batch), data)
         atomic_write_text(self.path_for(batch, "md"), str(payload.get("report", "")).rstrip() + "\n")
-        return path
+        return atomic_write_json(self.path_for(batch), data)  # last: a rerun resumes from this file
