@@ -523,6 +523,10 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
     output = Path(args.output_path)
+    inputs = Path(args.dataset_dir) / ("traced_data" if args.run_mode else args.split)
+    if output.resolve().is_relative_to(inputs.resolve()):  # it would overwrite a graph, or be read as one
+        raise _UsageError(f"--output-path {str(output)!r} is inside the input graphs' folder {str(inputs)!r}; "
+                          "write the output elsewhere")
     _check_output(output, args.cache_dir)
 
     journal = ResultJournal(journal_path(output))

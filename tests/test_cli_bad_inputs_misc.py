@@ -281,3 +281,12 @@ def test_attribution_graph_with_an_edge_to_a_missing_node(tmp_path, capsys, one_
 def test_attribution_sample_size_beyond_the_graphs(tmp_path, capsys, one_graph_split):
     _one_error(capsys, _attribute(one_graph_split, tmp_path / "o.json", "--sample-size", str(10**12)),
                "--sample-size must be between 1 and the number of graphs (1)")
+
+
+@pytest.mark.parametrize("name", ["g.json", "new.json"], ids=["an-input-graph", "beside-the-graphs"])
+def test_attribution_output_among_the_input_graphs_is_refused(tmp_path, capsys, one_graph_split, name):
+    graph = one_graph_split / "rag" / "g.json"
+    before = graph.read_bytes()
+    out = one_graph_split / "rag" / name
+    _one_error(capsys, _attribute(one_graph_split, out), "is inside the input graphs' folder")
+    assert graph.read_bytes() == before and not (one_graph_split / "rag" / "new.json").exists()
