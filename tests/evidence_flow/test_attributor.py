@@ -521,3 +521,30 @@ def test_a_new_fact_decided_none_is_an_extraction_error_at_the_decision_op(toy, 
     result = _attr(toy, case_factory(ids["query"], "twelve", [msg]))
     assert _verdict(result) == ("ExtractionError", decide)
     assert "went no further" in result["reason"]
+
+
+@pytest.mark.parametrize("retrieved", [True, False])
+def test_a_yes_no_answer_follows_the_reply_to_the_message_that_asks_it(toy, case_factory, retrieved):
+    """Golden "No" names nothing; the message that matches the question best only asks it. The
+    reply that follows it holds the fact, and its extraction lost it."""
+    ask, _, ask_facts = _mem0_turn(toy, "U1:D1:1", "Is Ellie still afraid of dogs?", [], name="Maya")
+    reply, reply_op, reply_facts = _mem0_turn(toy, "U1:D1:2", "Not anymore! Last Saturday she helped me walk "
+                                              "a beagle at the shelter.", ["Jonah volunteers at a shelter"],
+                                              name="Jonah")
+    _, unit = _add_unit(toy, reply_facts, "1", "Jonah volunteers at a shelter")
+    ids = toy.ask("q1", "Is Ellie still afraid of dogs?", [unit])
+    case = case_factory(ids["query"], "No", [reply], question="Is Ellie still afraid of dogs?")
+    result = _attr(toy, case, [ask] if retrieved else [], evidence_is_pseudo=True)
+    assert _verdict(result) == ("ExtractionError", reply_op), result["reason"]
+    assert f"its reply {reply} is followed" in result["reason"]
+
+
+def test_a_message_that_tells_and_then_asks_back_is_followed_itself(toy, case_factory):
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "I went to the support group yesterday. How about you?",
+                                ["Caroline went to a group"])
+    _mem0_turn(toy, "U1:D1:2", "I stayed home and painted.", ["Melanie painted"], name="Melanie")
+    _, unit = _add_unit(toy, facts, "1", "Caroline went to a group")
+    ids = toy.ask("q1", "When did Caroline go to the support group?", [unit])
+    case = case_factory(ids["query"], "7 May 2023", [msg], question="When did Caroline go to the support group?")
+    result = _attr(toy, case, [msg], evidence_is_pseudo=True)
+    assert "reply" not in result["reason"] and result["evidence"]["seeds"] == [msg]

@@ -183,6 +183,7 @@ def choose_evidence(
     if given:
         ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
         score, seed = ranked[0]
+        seed = _reply_if_asked(view, seed, query, notes)
         facts = node_statements(view, seed)
         notes.append("no message states the golden answer: following the retrieved message closest to the question")
         # a retrieved message that shares little with the question is a weak seed
@@ -196,6 +197,7 @@ def choose_evidence(
         about = frozenset(question_tokens - view.speakers)
         score, seed = _rank(view, before, about)[0] if about else (0.0, None)
         if seed is not None and score >= _MIN_SEARCHED_SCORE:
+            seed = _reply_if_asked(view, seed, query, notes)
             notes.append("no message states the golden answer: following the conversation's message closest to "
                          "the question")
             return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
@@ -204,6 +206,32 @@ def choose_evidence(
                                   unresolved=unresolved)
     return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
                           notes=notes, unresolved=unresolved)
+
+
+def _is_question(view: GraphView, node: NodeRec) -> bool:
+    """Every sentence of the message that says something asks it ("Wow! Did you go?"); a message
+    that tells something and then asks back ("I went yesterday. What about you?") is no question."""
+    said = [s for s in node_statements(view, node) if s.tokens]
+    return bool(said) and all(part.text.rstrip().endswith("?") for s in said for part in (s.parts or [s]))
+
+
+def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[str]) -> NodeRec:
+    """A message that asks what the question asks ("Is Ellie still afraid of dogs?") holds no fact;
+    the answer is in the reply that follows it: the next message by another speaker that is not a
+    question itself (within the next two messages, before the question)."""
+    if not _is_question(view, seed):
+        return seed
+    if "message_position" not in view.memo:
+        view.memo["message_position"] = {m.full_node_id: i for i, m in enumerate(view.messages)}
+    at = view.memo["message_position"][seed.full_node_id]
+    asker = message_speaker(seed)
+    for reply in view.messages[at + 1:at + 3]:
+        if reply.created_at > query.created_at:
+            break
+        if message_speaker(reply) != asker and not _is_question(view, reply):
+            notes.append(f"{seed.full_node_id} asks it; its reply {reply.full_node_id} is followed")
+            return reply
+    return seed
 
 
 def _resolve(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], list[str]]:
