@@ -258,3 +258,28 @@ def test_a_final_evaluation_result_that_is_a_list_is_evaluated_again(tmp_path, m
     assert len(runs) == 1
     assert final_eval._evaluate(bundle, dataset, [3], folder, settings) == [{"qa_pair": {"id": "q"}}]
     assert len(runs) == 1  # the rewritten file is reused
+
+
+def test_the_parameter_loop_does_not_continue_rounds_of_another_config_or_search(tmp_path, capsys, locomo_file):
+    pytest.importorskip("optuna", reason="the parameter loop needs Optuna (pip install 'memtrace-llm[optim]')")
+    from toolkits.optimization.bundle import MemoryConfigBundle
+
+    config = tmp_path / "lc.json"
+    config.write_text(json.dumps({"layer_type": "Long-Context", "context_window": 4000}), encoding="utf-8")
+    out = tmp_path / "o"
+    folder = out / "iteration_1"
+    folder.mkdir(parents=True)
+    MemoryConfigBundle.from_layer_config(json.loads(config.read_text(encoding="utf-8"))).save(folder)
+    (folder / "iteration_summary.json").write_text("{}", encoding="utf-8")  # a complete round of this config
+
+    def argv(*extra: str) -> list[str]:
+        return ["--objective", "context_recall", "--config-path", str(config), "--dataset-path", str(locomo_file),
+                "--train-trajectories", "0", "--eval-trajectories", "none", "--max-sessions", "1", "--rounds", "1",
+                "--optimization-dir", str(out), "--no-progress", *extra]
+
+    assert run_optimization.main(argv()) == 0  # nothing left to run; the settings are recorded
+    assert "all 1 rounds are complete" in capsys.readouterr().err
+    _fails(capsys, argv("--context-budget", "500"), "context_budget 1000 -> 500")
+    config.write_text(json.dumps({"layer_type": "Long-Context", "context_window": 2000}), encoding="utf-8")
+    _fails(capsys, argv(), "initial_configuration_sha256")
+    assert IterationStore.is_complete(folder)

@@ -110,7 +110,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
 
     try:
         check_run_settings(root, _run_settings(args, initial, targets, settings, validation_indexes),
-                           has_complete_rounds=store.last_complete() is not None)
+                           has_results=store.last_complete() is not None)
     except RunSettingsMismatchError as exc:
         raise InputError(str(exc)) from None
     from toolkits.optimization.sampling import select
@@ -129,17 +129,14 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
 def _run_settings(args: argparse.Namespace, initial: Any, targets: list[Any], settings: Any,
                   validation_indexes: list[int]) -> dict[str, Any]:
     """What decides a round's result (see :mod:`toolkits.optimization.run_settings`)."""
-    import hashlib
-    import json
-
+    from toolkits.optimization.run_settings import configuration_digest
     from toolkits.strategies import get_strategy
 
-    config = json.dumps(initial.to_json_dict(redact=True), sort_keys=True, ensure_ascii=False)  # a new key is no change
     attribution_model = None
     if not args.disable_memtrace and get_strategy(args.attribution_strategy).needs_model:
         attribution_model = args.attribution_model
     return {
-        "initial_configuration_sha256": hashlib.sha256(config.encode("utf-8")).hexdigest(),
+        "initial_configuration_sha256": configuration_digest(initial),
         "targets": [t.field for t in targets],
         "top_k": settings.top_k,
         "qa_model": args.qa_model,

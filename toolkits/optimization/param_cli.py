@@ -114,6 +114,7 @@ def _prepare(args: argparse.Namespace) -> dict[str, Any]:
     overlap = sorted(set(train) & set(held_out))
     if overlap:
         raise _InputError(f"conversations {overlap} are both training and held-out; they must be disjoint")
+    _check_run_settings(args, root, initial, train)
     cache = Path(args.search_cache_dir) if args.search_cache_dir else root / "cache"
     common = {"budget": args.context_budget, "cache_dir": cache, "show_progress": args.progress}
     try:
@@ -124,6 +125,31 @@ def _prepare(args: argparse.Namespace) -> dict[str, Any]:
         raise _InputError(str(exc)) from None
     return {"initial": initial, "train": train, "held_out": held_out, "train_objective": train_objective,
             "eval_objective": eval_objective, "root": root, "full": full}
+
+
+def _check_run_settings(args: argparse.Namespace, root: Path, initial: Any, train: list[int]) -> None:
+    """Refuse to continue rounds or trials made with another config or search settings."""
+    from toolkits.optimization.loop import IterationStore
+    from toolkits.optimization.param_loop import SEARCH_FOLDER
+    from toolkits.optimization.run_settings import (
+        RunSettingsMismatchError,
+        check_run_settings,
+        configuration_digest,
+    )
+
+    settings = {
+        "objective": "context_recall", "initial_configuration_sha256": configuration_digest(initial),
+        "train_trajectories": list(train), "context_budget": args.context_budget,
+        "trials_per_round": args.trials_per_round, "search": args.search, "top_k": args.top_k, "seed": args.seed,
+        "max_attributed_cases": args.max_attributed_cases,
+    }
+    # --rerun discards everything later; a search's trials count as results, even in an incomplete round
+    has_results = not args.rerun and (IterationStore(root).last_complete() is not None
+                                      or any((root / SEARCH_FOLDER).glob("*")))
+    try:
+        check_run_settings(root, settings, has_results=has_results)
+    except RunSettingsMismatchError as exc:
+        raise _InputError(str(exc)) from None
 
 
 def _dataset(args: argparse.Namespace) -> Any:

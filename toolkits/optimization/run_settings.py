@@ -6,12 +6,14 @@ the same settings: after an edit of ``--config-path`` (or another QA model, othe
 the old rounds would be continued with the new settings and the final evaluation would compare
 the *new* initial configuration with a final one grown from the *old* one. So the settings that
 decide a round's result are saved as ``<dir>/run_settings.json`` when the run starts, and a
-relaunch whose settings differ is refused while complete rounds exist (``--rerun`` starts over).
+relaunch whose settings differ is refused while complete rounds (or, for the parameter loop, a
+round's search trials) exist (``--rerun`` starts over).
 Operational flags (batch sizes, retries, timeouts, progress bars, caches) are not part of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from membase.utils.io import atomic_write_json
 
-__all__ = ["RUN_SETTINGS_FILENAME", "RunSettingsMismatchError", "check_run_settings"]
+__all__ = ["RUN_SETTINGS_FILENAME", "RunSettingsMismatchError", "check_run_settings", "configuration_digest"]
 
 RUN_SETTINGS_FILENAME = "run_settings.json"
 
@@ -33,22 +35,29 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_run_settings(folder: str | Path, settings: Mapping[str, Any], *, has_complete_rounds: bool) -> None:
-    """Refuse settings that differ from those of the folder's complete rounds, then record them.
+def configuration_digest(bundle: Any) -> str:
+    """SHA-256 of a starting ``MemoryConfigBundle`` with its secrets masked (a new key is no change)."""
+    blob = json.dumps(bundle.to_json_dict(redact=True), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def check_run_settings(folder: str | Path, settings: Mapping[str, Any], *, has_results: bool) -> None:
+    """Refuse settings that differ from those of the folder's results, then record them.
 
     Args:
         folder: The optimization folder.
         settings: JSON-able settings that decide a round's result.
-        has_complete_rounds: Whether the folder holds a complete round a rerun would build on.
-            Without one nothing can be mixed, and the saved settings are simply replaced.
+        has_results: Whether the folder holds results a rerun would build on (a complete round,
+            a search's trials). Without any nothing can be mixed, and the saved settings are
+            simply replaced.
 
     Raises:
-        RunSettingsMismatchError: Complete rounds exist and their saved settings differ (or the
-            saved file is unreadable).
+        RunSettingsMismatchError: Results exist and their saved settings differ (or the saved
+            file is unreadable).
     """
     path = Path(folder) / RUN_SETTINGS_FILENAME
     current = json.loads(json.dumps(dict(settings), ensure_ascii=False))  # the form it is saved in
-    if has_complete_rounds and path.exists():
+    if has_results and path.exists():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(saved, dict):
