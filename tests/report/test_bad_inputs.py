@@ -220,3 +220,41 @@ def test_a_damaged_first_version_is_named_as_such_and_restart_recovers(tmp_path,
     assert calls == []  # nothing sent, nothing overwritten
     assert _run(capsys, [*argv, "--restart"], model_factory=factory)[0] == 0 and calls[0] == 0
     assert "report_versions" in line
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("", "is not JSON (Expecting value, line 1)"),
+        (None, "is not JSON"),  # an output cut short (what a plain, non-atomic write leaves after a kill)
+        ('{"split": "rag", "results": {"0": {}}}', "got an object with keys results, split"),
+        ('{"results": []}', "holds no attribution records"),
+    ],
+    ids=["empty", "truncated", "results-an-object", "no-records"],
+)
+def test_an_input_file_damaged_or_of_the_wrong_shape(tmp_path, capsys, rag_output, content, fragment):
+    data = tmp_path / "input.json"
+    data.write_text(rag_output.read_text(encoding="utf-8")[:500] if content is None else content, encoding="utf-8")
+    line = _one_error(capsys, ["--data-path", str(data), "--save-folder", str(tmp_path / "r"), "--no-llm"], fragment)
+    assert repr(str(data)) in line
+
+
+def test_a_graph_with_an_edge_to_a_missing_node_makes_its_cases_unrenderable_and_the_rest_goes_on(tmp_path, capsys, rag_output):
+    data = json.loads(rag_output.read_text(encoding="utf-8"))
+    broken = tmp_path / "graph with a dangling edge.json"
+    graph = json.loads(Path(data["results"][0]["graph_path"]).read_text(encoding="utf-8"))
+    graph["data"]["edges"][0]["source_full_node_id"] = "message:str:never-recorded@1"
+    broken.write_text(json.dumps(graph), encoding="utf-8")
+    first = data["results"][0]["graph_path"]
+    for record in data["results"]:
+        if record["graph_path"] == first:
+            record["graph_path"] = str(broken)
+    source = _write(tmp_path / "dangling.json", data)
+    code, lines = _run(capsys, ["--data-path", str(source), "--save-folder", str(tmp_path / "r"), "--model", "fake:ok",
+                                "--no-png", "--no-progress"])
+    assert code == 0, lines
+    report = json.loads((tmp_path / "r" / "error_analysis_report.json").read_text(encoding="utf-8"))
+    unrenderable = report["unrenderable_cases"]
+    assert unrenderable and all(u["graph_path"] == str(broken) for u in unrenderable)
+    assert all("refers to missing node 'message:str:never-recorded@1'" in u["reason"] for u in unrenderable)
+    assert report["llm"]["cases_sent"] == report["statistics"]["attributed"] - len(unrenderable)
