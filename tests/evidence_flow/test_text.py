@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolkits.evidence_flow._facts import anchors_of, is_negated, segments, statements
 from toolkits.evidence_flow._probe import FactProbe
 from toolkits.evidence_flow._text import content_tokens, decode_value, memory_text, message_text
@@ -181,3 +183,56 @@ def test_a_contrast_negates_the_alternative_not_the_statement():
     assert is_negated_about("It isn't at Anya's flat in Brighton, it is at my place.", content_tokens("Anya's flat"))
     probe = _probe(text, "Anya's flat in Brighton", question="Where is the party?")
     assert probe.assess("The party is at Anya's flat in Brighton").present
+
+
+@pytest.mark.parametrize(("fact", "speaker", "answer", "faithful", "swapped"), [
+    ("Big news: I signed up for the Lisbon half marathon on 18 June.", "caroline", "18 June",
+     "Caroline signed up for the Lisbon half marathon on 18 June", "Anya signed up for the Lisbon half marathon on 18 June"),
+    ("My mother loved the yellow kimono she rented.", "caroline", "yellow",
+     "Caroline's mother loved the yellow kimono she rented", "Caroline loved the yellow kimono she rented"),
+    ("Yes, Miso still scratches the green sofa, but Pepper prefers the red armchair.", "caroline", "the red armchair",
+     "Pepper prefers the red armchair", "Miso prefers the red armchair"),
+    ("My daughter Ellie started violin lessons.", "caroline", "violin",
+     "Ellie started violin lessons", "Anya started violin lessons"),
+])
+def test_a_swapped_subject_is_a_conflict(fact, speaker, answer, faithful, swapped):
+    from toolkits.evidence_flow._probe import FactProbe
+
+    probe = FactProbe.build(mode="answer", facts=statements(fact, NAMES, speaker),
+                            answer_tokens=content_tokens(answer), question_tokens=frozenset(), names=NAMES,
+                            evidence_tokens=content_tokens(fact), document_frequency={}, documents=10, answer_spread=1,
+                            answer_threshold=0.75, evidence_threshold=0.5, golden=answer,
+                            proper_names=frozenset({"anya", "miso", "pepper", "ellie", "lisbon"}))
+    assert probe.assess(faithful).present
+    verdict = probe.assess(swapped)
+    assert not verdict.present and verdict.why == "conflict: person"
+
+
+def test_a_memory_without_a_subject_contradicts_no_one():
+    from toolkits.evidence_flow._probe import FactProbe
+
+    fact = "Big news: I signed up for the Lisbon half marathon on 18 June."
+    probe = FactProbe.build(mode="answer", facts=statements(fact, NAMES, "caroline"),
+                            answer_tokens=content_tokens("18 June"), question_tokens=frozenset(), names=NAMES,
+                            evidence_tokens=content_tokens(fact), document_frequency={}, documents=10, answer_spread=1,
+                            answer_threshold=0.75, evidence_threshold=0.5, golden="18 June",
+                            proper_names=frozenset({"anya", "lisbon"}))
+    assert probe.assess("Signed up for the Lisbon half marathon on 18 June").present
+    assert probe.assess("She signed up for the Lisbon half marathon on 18 June").present
+
+
+def test_the_conversation_names_are_read_from_mid_sentence_capitals():
+    from tests.evidence_flow.conftest import ToyGraph
+    from toolkits.evidence_flow._graph_view import GraphView
+
+    toy = ToyGraph()
+    toy.message("U1:D1:1", "Big news: my sister Anya and I ran in Lisbon on 18 June. Then we rested.")
+    assert GraphView.build(toy.export()).proper_names == {"anya", "lisbon"}
+
+
+def test_speakers_named_as_subjects_are_left_to_the_agent_check():
+    """"We went camping" told by Melanie may well be "Caroline joined Melanie camping": who "we" are
+    is for the agent check of known people to judge, not for the subject check."""
+    probe = _probe("We went camping in July.", "camping", speaker="melanie")
+    assert probe.assess("Caroline and Melanie went camping in July").present
+    assert probe.assess("Caroline joined Melanie camping in July").present

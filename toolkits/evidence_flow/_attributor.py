@@ -107,7 +107,7 @@ def prepare_graph(graph: Any) -> None:
     """
     view = _view_for(graph)
     for shared in ("construction_edges", "memory_units", "unit_producers", "unit_deletions", "memory_bound",
-                   "document_frequency", "speakers"):
+                   "document_frequency", "speakers", "proper_names"):
         getattr(view, shared)
 
 
@@ -251,7 +251,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
         document_frequency=view.document_frequency, documents=len(view.messages), answer_spread=choice.answer_spread,
         answer_threshold=settings.answer_threshold, evidence_threshold=settings.evidence_threshold,
         embedder=settings.embedder, embedding_threshold=settings.embedding_threshold, question=question,
-        golden=golden, rivals=choice.rivals,
+        golden=golden, rivals=choice.rivals, proper_names=view.proper_names,
     )
     for note in choice.notes:
         trail.add("evidence", note=note)

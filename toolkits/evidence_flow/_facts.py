@@ -138,16 +138,21 @@ _ATTRIBUTION_LEAD = re.compile(r"^\s*(?:Speaker\s+\S+(?:\s+\([^)]*\))?\s+says:|[
                                r"(?:said|says|wrote|writes|replied|replies|told \w+|asked|asks)\b[:,]?|[A-Z][A-Za-z'’\-]*:)\s*")
 
 
+def focus_clause(text: str, focus: frozenset[str]) -> str:
+    """The clause of ``text`` that holds the most of ``focus`` (the first on ties; the whole text
+    when none holds any)."""
+    parts = clauses(text)
+    scored = [(len(content_tokens(part) & focus), -i, part) for i, part in enumerate(parts)]
+    return max(scored)[2] if focus and max(scored)[0] > 0 else text
+
+
 def agent_of(statement: Statement, names: frozenset[str], focus: frozenset[str]) -> str | None:
     """Whom the clause about ``focus`` is about: the first known person it names (outside ``focus``,
     so a name that is the answer does not count), else its speaker when it speaks in the first
     person; None when it does not say. "John donated his old car to the shelter Maria volunteers
     at" is about John, "I donated my old car" about its speaker."""
     body = _ATTRIBUTION_LEAD.sub("", statement.text, count=1)
-    parts = clauses(body)
-    scored = [(len(content_tokens(part) & focus), -i, part) for i, part in enumerate(parts)]
-    best = max(scored)[2] if focus and max(scored)[0] > 0 else body
-    for raw in _WORD.findall(best):
+    for raw in _WORD.findall(focus_clause(body, focus)):
         word = raw.lower().replace("’", "'")
         bare = word[:-2] if word.endswith("'s") else word
         if bare in names and bare not in focus:
@@ -155,6 +160,38 @@ def agent_of(statement: Statement, names: frozenset[str], focus: frozenset[str])
         if word in _FIRST_PERSON:
             return statement.speaker
     return None
+
+
+_WE = frozenset({"we", "we're", "we've", "we'd", "we'll", "us", "our"})
+_POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
+_OPENERS = frozenset({"yes", "no", "wow", "oh", "well", "so", "and", "but", "also", "then", "now", "actually",
+                      "anyway", "still", "honestly", "yeah", "ok", "okay"})
+# "Big news: ...", "Update: ..." — a short label before the statement
+_LABEL = re.compile(r"^\s*(?:[A-Za-z'’\-]+\s+){0,2}[A-Za-z'’\-]+:\s+")
+
+
+def subject_of(text: str, speaker: str | None, proper: frozenset[str]) -> str | None:
+    """Who or what a clause is about, read from its subject: its speaker for "I"/"we"; a relation
+    for "my mother"/"Keiko's mother" (``of:mother``), or the name that follows it ("my daughter
+    Ellie"); a name of the conversation (``proper``, lower case) that opens the clause. None when
+    the subject is a pronoun, missing ("Signed up for ...") or anything else."""
+    body = _LABEL.sub("", _ATTRIBUTION_LEAD.sub("", text, count=1), count=1)
+    words = [w.replace("’", "'") for w in _WORD.findall(body)]
+    while words and words[0].lower() in _OPENERS:
+        words = words[1:]
+    if not words:
+        return None
+    first = words[0].lower()
+    if first in _FIRST_PERSON - _POSSESSIVES or first in _WE - _POSSESSIVES:
+        return speaker
+    owner = first in _POSSESSIVES or (first.endswith("'s") and first[:-2] in proper)
+    if owner and len(words) > 1:
+        if len(words) > 2 and words[2][:1].isupper() and words[2].lower() in proper:
+            return words[2].lower()
+        relation = content_tokens(words[1])
+        return f"of:{next(iter(relation))}" if len(relation) == 1 else None
+    bare = first[:-2] if first.endswith("'s") else first
+    return bare if words[0][:1].isupper() and bare in proper else None
 
 
 def is_negated(text: str) -> bool:

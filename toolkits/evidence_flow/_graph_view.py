@@ -7,6 +7,7 @@ or the exported JSON dict itself, so the attributor does not care where the grap
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,6 +29,10 @@ __all__ = [
 QUERY_TIME_OP_CATEGORIES = frozenset({"retrieval", "evaluation"})
 # Nodes that configure an op (top_k, chunk sizes, ...) rather than carry data.
 _PARAMETER_WORDS = ("parameter", "hyperparameter")
+# A capitalised word after a lower-case word or a comma: a name, not a sentence start.
+_MID_SENTENCE_CAPITAL = re.compile(r"(?<=[a-z,;])\s+([A-Z][a-z]{2,})\b")
+_CALENDAR = frozenset("january february march april may june july august september october november december "
+                      "monday tuesday wednesday thursday friday saturday sunday".split())
 
 
 def split_full_node_id(full_node_id: str) -> tuple[str, int | None]:
@@ -219,6 +224,17 @@ class GraphView:
             if name:
                 names.add(name)
         return frozenset(names)
+
+    @cached_property
+    def proper_names(self) -> frozenset[str]:
+        """Words the conversation capitalises inside a sentence (names of people, pets, places),
+        lower case, calendar words left out."""
+        from ._text import message_text
+
+        found: set[str] = set()
+        for node in self.messages:
+            found.update(w.lower() for w in _MID_SENTENCE_CAPITAL.findall(message_text(node.value)))
+        return frozenset(found - _CALENDAR)
 
     @cached_property
     def message_tokens(self) -> dict[str, frozenset[str]]:

@@ -33,7 +33,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._facts import Statement, agent_of, anchors_of, contrast_tokens, is_negated_about, segments
+from ._facts import (
+    Statement,
+    agent_of,
+    anchors_of,
+    contrast_tokens,
+    focus_clause,
+    is_negated_about,
+    segments,
+    subject_of,
+)
 from ._text import Embedder, cosine, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
@@ -93,6 +102,8 @@ class FactProbe:
     """The golden answer's tokens in order (a number and the word it counts stay together)."""
     rivals: list[Statement] = field(default_factory=list)
     """Statements of *other* messages that also hold the golden answer (answer mode)."""
+    proper_names: frozenset[str] = frozenset()
+    """Names the conversation writes with a capital inside a sentence (people, pets, places), lower case."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
     _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
     _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
@@ -118,6 +129,7 @@ class FactProbe:
         question: str = "",
         golden: str = "",
         rivals: Sequence[Statement] = (),
+        proper_names: frozenset[str] = frozenset(),
     ) -> FactProbe:
         """Build the probe.
 
@@ -138,6 +150,7 @@ class FactProbe:
             question: the question's text (what it asks for: a time, a number).
             golden: the golden answer's text.
             rivals: statements of other messages that hold the golden answer too.
+            proper_names: the conversation's names (people, pets, places), lower case.
         """
         n = max(documents, 1)
         weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
@@ -152,7 +165,8 @@ class FactProbe:
                    names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
                    embedder=embedder, embedding_threshold=embedding_threshold, asked_kinds=asked_kinds(question),
-                   answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [])
+                   answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [],
+                   proper_names=proper_names | names)
 
     # ------------------------------------------------------------------ measures
     @property
@@ -233,6 +247,14 @@ class FactProbe:
         seg_agent = agent_of(seg_ref, self.names, focus) if fact_agent else None
         if fact_agent and seg_agent and fact_agent != seg_agent:
             return "person"
+        # the subject was swapped for someone (or something) other than the speakers: "Anya signed up"
+        # for the speaker's "I signed up", "Keiko loved" for "my mother loved", Miso for Pepper
+        fact_subject = subject_of(focus_clause(fact_ref.text, focus), fact_ref.speaker, self.proper_names)
+        if fact_subject is not None:
+            seg_subject = subject_of(focus_clause(seg_ref.text, focus), seg_ref.speaker, self.proper_names)
+            pair = {fact_subject, seg_subject}
+            if seg_subject is not None and len(pair) == 2 and not pair <= self.names:  # speakers: agent_of
+                return "person"
         if not _bound_alike(self.answer_sequence, token_sequence(fact_ref.text), token_sequence(seg_ref.text)):
             return "number"
         if seg_ref.negated or fact_ref.negated:
