@@ -236,3 +236,25 @@ def test_speakers_named_as_subjects_are_left_to_the_agent_check():
     probe = _probe("We went camping in July.", "camping", speaker="melanie")
     assert probe.assess("Caroline and Melanie went camping in July").present
     assert probe.assess("Caroline joined Melanie camping in July").present
+
+
+@pytest.mark.parametrize("paraphrase", [
+    "Anya's birthday is on 12 July",  # the subject is a thing, not someone
+    "Anya will get a portrait from Caroline for her birthday on 12 July",  # turned round: Anya is in the fact
+])
+def test_a_paraphrase_that_turns_the_sentence_round_is_no_subject_swap(paraphrase):
+    from toolkits.evidence_flow._probe import FactProbe
+
+    fact = "Amazing. I started a portrait of Anya for her birthday on 12 July."
+    probe = FactProbe.build(mode="answer", facts=statements(fact, NAMES, "caroline"),
+                            answer_tokens=content_tokens("12 July"), question_tokens=frozenset(), names=NAMES,
+                            evidence_tokens=content_tokens(fact), document_frequency={}, documents=10, answer_spread=1,
+                            answer_threshold=0.75, evidence_threshold=0.5, golden="12 July",
+                            proper_names=frozenset({"anya"}))
+    assert probe.assess(paraphrase).present
+
+
+def test_what_is_owned_is_no_one():
+    """"Caroline's thesis" names a thing of the speaker's, not someone other than her."""
+    probe = _probe("I finally submitted it on 12 July.", "12 July")
+    assert probe.assess("Caroline's thesis was finally submitted on 12 July").present

@@ -166,15 +166,21 @@ _WE = frozenset({"we", "we're", "we've", "we'd", "we'll", "us", "our"})
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
 _OPENERS = frozenset({"yes", "no", "wow", "oh", "well", "so", "and", "but", "also", "then", "now", "actually",
                       "anyway", "still", "honestly", "yeah", "ok", "okay"})
+# Whom "my ..." can name as the one a clause is about (not "my birthday", "Anya's flat").
+_RELATIONS = frozenset(
+    "mother mom mum father dad dad's parents sister brother son daughter kids kid children child wife husband "
+    "partner boyfriend girlfriend fiance fiancee friend friends boss colleague coworker neighbor neighbour cousin "
+    "aunt uncle niece nephew grandma grandmother grandpa grandfather grandson granddaughter dog cat puppy "
+    "kitten pet teacher coach roommate".split())
 # "Big news: ...", "Update: ..." — a short label before the statement
 _LABEL = re.compile(r"^\s*(?:[A-Za-z'’\-]+\s+){0,2}[A-Za-z'’\-]+:\s+")
 
 
 def subject_of(text: str, speaker: str | None, proper: frozenset[str]) -> str | None:
-    """Who or what a clause is about, read from its subject: its speaker for "I"/"we"; a relation
-    for "my mother"/"Keiko's mother" (``of:mother``), or the name that follows it ("my daughter
-    Ellie"); a name of the conversation (``proper``, lower case) that opens the clause. None when
-    the subject is a pronoun, missing ("Signed up for ...") or anything else."""
+    """Who a clause is about, read from its subject: its speaker for "I"/"we"; a relation for "my
+    mother"/"Keiko's mother" (``of:mother``), or the name that follows it ("my daughter Ellie"); a
+    name of the conversation (``proper``, lower case) that opens the clause. None when the subject
+    is a pronoun, missing ("Signed up for ..."), a thing ("Anya's birthday") or anything else."""
     body = _LABEL.sub("", _ATTRIBUTION_LEAD.sub("", text, count=1), count=1)
     words = [w.replace("’", "'") for w in _WORD.findall(body)]
     while words and words[0].lower() in _OPENERS:
@@ -188,8 +194,8 @@ def subject_of(text: str, speaker: str | None, proper: frozenset[str]) -> str | 
     if owner and len(words) > 1:
         if len(words) > 2 and words[2][:1].isupper() and words[2].lower() in proper:
             return words[2].lower()
-        relation = content_tokens(words[1])
-        return f"of:{next(iter(relation))}" if len(relation) == 1 else None
+        relation = words[1].lower()
+        return f"of:{relation}" if relation in _RELATIONS else None
     bare = first[:-2] if first.endswith("'s") else first
     return bare if words[0][:1].isupper() and bare in proper else None
 

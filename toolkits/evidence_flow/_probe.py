@@ -249,11 +249,15 @@ class FactProbe:
             return "person"
         # the subject was swapped for someone (or something) other than the speakers: "Anya signed up"
         # for the speaker's "I signed up", "Keiko loved" for "my mother loved", Miso for Pepper
-        fact_subject = subject_of(focus_clause(fact_ref.text, focus), fact_ref.speaker, self.proper_names)
+        fact_clause = focus_clause(fact_ref.text, focus)
+        fact_subject = subject_of(fact_clause, fact_ref.speaker, self.proper_names)
         if fact_subject is not None:
             seg_subject = subject_of(focus_clause(seg_ref.text, focus), seg_ref.speaker, self.proper_names)
             pair = {fact_subject, seg_subject}
-            if seg_subject is not None and len(pair) == 2 and not pair <= self.names:  # speakers: agent_of
+            # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started
+            # a portrait of Anya" only turns the sentence round); two speakers are for agent_of
+            if (seg_subject is not None and len(pair) == 2 and not pair <= self.names
+                    and seg_subject.removeprefix("of:") not in {w.lower() for w in re.findall(r"[\w']+", fact_clause)}):
                 return "person"
         if not _bound_alike(self.answer_sequence, token_sequence(fact_ref.text), token_sequence(seg_ref.text)):
             return "number"
