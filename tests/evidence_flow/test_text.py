@@ -258,3 +258,29 @@ def test_what_is_owned_is_no_one():
     """"Caroline's thesis" names a thing of the speaker's, not someone other than her."""
     probe = _probe("I finally submitted it on 12 July.", "12 July")
     assert probe.assess("Caroline's thesis was finally submitted on 12 July").present
+
+
+def test_a_rival_that_says_nothing_but_the_answer_is_no_rival():
+    fact = statements("My cousin Marta is getting married in Porto, I just got the invitation.", NAMES, "caroline")
+    exclaim = statements("Porto! Isn't her sister the one who got married in Braga?", NAMES, "melanie")
+    probe = FactProbe.build(mode="answer", facts=fact, answer_tokens=content_tokens("Porto"),
+                            question_tokens=frozenset(), names=NAMES, evidence_tokens=content_tokens(fact[0].text),
+                            document_frequency={}, documents=10, answer_spread=2, answer_threshold=0.75,
+                            evidence_threshold=0.5, rivals=exclaim)
+    assert probe.assess("Caroline's cousin Marta is getting married in Porto").present
+
+
+def test_a_relative_clause_has_its_own_polarity():
+    probe = _probe("Nani started physiotherapy this week and she enjoyed her physiotherapy, which nobody expected.",
+                   "She enjoyed it", question="How did Caroline's grandmother feel about physiotherapy?")
+    assert probe.assess("Caroline's grandmother enjoyed her physiotherapy").present
+    assert probe.assess("Caroline's grandmother did not enjoy her physiotherapy").why == "conflict: negation"
+
+
+def test_an_answer_only_the_evidence_states_may_come_in_the_questions_terms():
+    """A paraphrase that keeps the answer and the question's words but none of the evidence's
+    other words ("Garden update: the runner beans are in, along the back fence")."""
+    fact, question = "Garden update: the runner beans are in, along the back fence.", "What has Caroline planted?"
+    assert _probe(fact, "runner beans", question=question).assess("Caroline planted runner beans").present
+    # the same words where other messages state the answer too are not enough
+    assert not _probe(fact, "runner beans", question=question, spread=3).assess("Caroline planted runner beans").present

@@ -101,8 +101,9 @@ _SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b
 _CLAUSE_BREAK = re.compile(
     r"\s*(?:;|—|–|\s-\s|,?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
     r"|,\s*(?=" + _SUBJECT + r")"
-    # a contrast that negates only the alternative ("it's at Anya's flat, not at my place")
-    r"|,\s*(?=(?i:not|rather than|instead of)\b))\s*")
+    # a contrast that negates only the alternative ("it's at Anya's flat, not at my place"), and a
+    # relative clause with its own polarity ("she enjoyed it, which nobody expected")
+    r"|,\s*(?=(?i:not|rather than|instead of|which|who|whom|whose)\b))\s*")
 
 
 def clauses(text: str) -> list[str]:

@@ -104,6 +104,8 @@ class FactProbe:
     """Statements of *other* messages that also hold the golden answer (answer mode)."""
     proper_names: frozenset[str] = frozenset()
     """Names the conversation writes with a capital inside a sentence (people, pets, places), lower case."""
+    sole_statement: bool = False
+    """Answer mode: no message but the evidence states the golden answer."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
     _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
     _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
@@ -166,7 +168,7 @@ class FactProbe:
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
                    embedder=embedder, embedding_threshold=embedding_threshold, asked_kinds=asked_kinds(question),
                    answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [],
-                   proper_names=proper_names | names)
+                   proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1)
 
     # ------------------------------------------------------------------ measures
     @property
@@ -193,11 +195,22 @@ class FactProbe:
             return 1.0
         return math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total
 
+    def question_support(self, segment: Statement) -> float:
+        """Weighted share of the question's own words (answer and person names aside) in the segment."""
+        key = self.question_tokens - self.answer_tokens - self.names
+        total = math.fsum(self._weight(t) for t in sorted(key))
+        if total <= 0:
+            return 0.0
+        return math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total
+
     def _rival_support(self, segment: Statement) -> float:
         """How fully the segment holds the distinctive content of the best-matching rival statement."""
         if self._rival_keys is None:
             keys = []
             for rival in self.rivals:
+                # a rival that says nothing but the answer ("Porto!", "Loving it.") is no other statement
+                if not rival.tokens - self.answer_tokens - self.names:
+                    continue
                 key = self.support_tokens(rival)
                 total = math.fsum(self._weight(t) for t in sorted(key))
                 if total > 0:
@@ -282,6 +295,11 @@ class FactProbe:
     def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
         """``(score, why, borderline)`` of one segment against one fact."""
         support = self.support(fact, segment)
+        if self.mode == "answer" and self.sole_statement:
+            # an answer only the evidence states, told in the question's own terms ("Maren planted
+            # runner beans at her allotment" for "Garden update: the runner beans are in"), is this
+            # fact even when a paraphrase kept none of the evidence's other words
+            support = max(support, self.question_support(segment))
         support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
         if self.mode == "answer":
             recall = token_recall(self.answer_tokens, segment.tokens) if self.answer_tokens else 1.0
