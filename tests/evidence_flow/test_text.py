@@ -284,3 +284,15 @@ def test_an_answer_only_the_evidence_states_may_come_in_the_questions_terms():
     assert _probe(fact, "runner beans", question=question).assess("Caroline planted runner beans").present
     # the same words where other messages state the answer too are not enough
     assert not _probe(fact, "runner beans", question=question, spread=3).assess("Caroline planted runner beans").present
+
+
+def test_a_point_in_time_replaced_by_one_of_another_kind_is_a_conflict():
+    probe = _probe("I went camping last Friday.", "camping", question="When did Caroline go camping?")
+    assert probe.assess("Caroline went camping last Friday").present
+    assert probe.assess("Caroline went camping last weekend").why == "conflict: date"
+
+
+def test_a_title_does_not_end_the_sentence():
+    said = [s.text for s in statements("Big news, I handed in my notice at St. Aidan's pharmacy last Friday. "
+                                       "Dr. Rivera was sad.")]
+    assert said == ["Big news, I handed in my notice at St. Aidan's pharmacy last Friday.", "Dr. Rivera was sad."]

@@ -58,7 +58,11 @@ _INTERJECTION_NO = re.compile(r"(^|[.!?]\s*)no\s*[,.!]", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+")
 # A sentence ends at . ! ? before whitespace and a capital, a digit or an opening quote; items of
 # a quoted list ("a.", "b") end at their closing quote and comma.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'’”)\]]*,?\s+(?=[\"'(\[A-Z0-9])|(?<=[\"'])\s*,\s*(?=[\"'])")
+# Titles and short forms end with a dot inside a sentence ("St. Aidan's", "Dr. Rivera").
+_ABBREVIATIONS = ("St", "Dr", "Mr", "Mrs", "Ms", "Mt", "Jr", "Sr", "Prof", "vs", "etc", "approx")
+_NOT_AFTER_ABBREVIATION = "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
+_SENTENCE_END = re.compile(_NOT_AFTER_ABBREVIATION + r"(?<=[.!?])[\"'’”)\]]*,?\s+(?=[\"'(\[A-Z0-9])"
+                           r"|(?<=[\"'])\s*,\s*(?=[\"'])")
 _LEAD_COLON = re.compile(r"^[\"'(\[]*(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
 _NAME_COLON = re.compile(r"(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
 _LEAD_WINDOW = 48

@@ -286,6 +286,10 @@ class FactProbe:
             extra = seg_ref.anchors.get(kind, frozenset()) - values - self.evidence_tokens
             if missing and extra:
                 return kind
+        # a point in time replaced by one of another kind ("last Friday" -> "last weekend")
+        fact_when = _points_in_time(fact_anchors)
+        if fact_when - segment.tokens and _points_in_time(seg_ref.anchors) - fact_when - self.evidence_tokens:
+            return "date"
         missing_proper = fact.proper - segment.tokens
         extra_proper = seg_ref.proper - self.evidence_tokens - self.names
         if missing_proper and extra_proper:
@@ -376,6 +380,15 @@ class FactProbe:
             return "golden-answer tokens " + ", ".join(sorted(self.answer_tokens)) + (
                 f" with their context (support ≥ {self.need:.2f})" if self.need else "")
         return f"the distinctive content of {len(self.facts)} evidence statement(s)"
+
+
+_POINT_KINDS = ("month", "weekday", "season")
+
+
+def _points_in_time(anchors: dict[str, frozenset[str]]) -> frozenset[str]:
+    """Months, weekdays, seasons and "weekend" (not durations such as "all day")."""
+    points = frozenset().union(*(anchors.get(kind, frozenset()) for kind in _POINT_KINDS))
+    return points | (anchors.get("unit", frozenset()) & {"weekend"})
 
 
 _TIME_KINDS = frozenset({"month", "weekday", "season", "relative", "unit", "number"})
