@@ -290,3 +290,20 @@ def test_attribution_output_among_the_input_graphs_is_refused(tmp_path, capsys, 
     out = one_graph_split / "rag" / name
     _one_error(capsys, _attribute(one_graph_split, out), "is inside the input graphs' folder")
     assert graph.read_bytes() == before and not (one_graph_split / "rag" / "new.json").exists()
+
+
+def test_a_missing_split_is_one_error_line_without_the_hubs_own_warning(tmp_path, capsys, caplog):
+    """The split folder exists but holds no graph: the hub is asked (and, offline, fails); its own
+    connection warning is not printed next to our one-line error."""
+    import logging
+
+    pytest.importorskip("huggingface_hub")
+    import run_error_attribution
+
+    (tmp_path / "mem0").mkdir()
+    with caplog.at_level(logging.WARNING):
+        code = run_error_attribution.main([str(tmp_path), "mem0", "--exploration-strategy", "evidence_flow",
+                                           "--output-path", str(tmp_path / "out.json"), "--no-progress"])
+    assert code == 2
+    assert [line for line in capsys.readouterr().err.splitlines() if line.strip()][0].startswith("error:")
+    assert not [r for r in caplog.records if r.name.startswith("huggingface_hub")]

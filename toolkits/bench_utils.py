@@ -19,6 +19,7 @@ graphs' ``llm-judge`` operations (:func:`collect_failed_queries`), adversarial o
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -102,6 +103,10 @@ def _download_split(data_dir: Path, split: str) -> str | None:
         from huggingface_hub import snapshot_download
     except ImportError:
         return "huggingface_hub is not installed"
+    # the hub logs its own warning when it cannot connect; our one-line error says it all
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.ERROR)
     try:
         snapshot_download(
             repo_id=HF_DATASET_ID,
@@ -111,6 +116,8 @@ def _download_split(data_dir: Path, split: str) -> str | None:
         )
     except Exception as exc:  # noqa: BLE001 - offline mode, DNS, HTTP: all mean "not available"
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    finally:
+        hub_log.setLevel(level)
     return None
 
 
