@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -78,7 +79,8 @@ def warm_evidence_flow(pg: ParsedGraph) -> threading.Thread:
         try:
             prepare_graph(pg.network)
         except Exception:  # noqa: BLE001, S110 - the run itself reports what is wrong with the graph
-            pass
+            return
+        gc.freeze()  # the index lives as long as the graph (see loader.load_graph)
 
     thread = threading.Thread(target=warm, name=f"evidence_flow warm-up {pg.path.name}", daemon=True)
     thread.start()
