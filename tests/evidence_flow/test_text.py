@@ -183,6 +183,8 @@ def test_a_contrast_negates_the_alternative_not_the_statement():
     assert is_negated_about("It isn't at Anya's flat in Brighton, it is at my place.", content_tokens("Anya's flat"))
     probe = _probe(text, "Anya's flat in Brighton", question="Where is the party?")
     assert probe.assess("The party is at Anya's flat in Brighton").present
+    # without the question's words to lean on, the alternative ("my place") is still no part of the fact
+    assert _probe(text, "Anya's flat in Brighton").assess("The party is at Anya's flat in Brighton").present
 
 
 @pytest.mark.parametrize(("fact", "speaker", "answer", "faithful", "swapped"), [
