@@ -80,7 +80,7 @@ def warm_evidence_flow(pg: ParsedGraph) -> threading.Thread:
             prepare_graph(pg.network)
         except Exception:  # noqa: BLE001, S110 - the run itself reports what is wrong with the graph
             return
-        gc.freeze()  # the index lives as long as the graph (see loader.load_graph)
+        gc.freeze()  # the index lives as long as the graph (see views._graph)
 
     thread = threading.Thread(target=warm, name=f"evidence_flow warm-up {pg.path.name}", daemon=True)
     thread.start()

@@ -8,7 +8,6 @@ opening the graph that was just indexed does not parse its file a second time.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import threading
@@ -163,8 +162,4 @@ def load_graph(path: str | os.PathLike[str]) -> ParsedGraph:
         raise GraphFileError(f"{p.name}: {' '.join(str(exc).split())}") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise GraphFileError(f"{p.name}: the graph could not be imported ({type(exc).__name__}: {exc})") from None
-    # The graph's millions of acyclic objects live as long as the app shows it: keep the cyclic
-    # collector from rescanning them in every later full collection (a second of CPU landing in a
-    # random click on a 46k-node graph). Refcounting still frees them when the graph is dropped.
-    gc.freeze()
     return ParsedGraph(stamp=stamp, network=network, index=index, load_seconds=time.perf_counter() - started)
