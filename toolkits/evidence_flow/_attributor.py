@@ -273,7 +273,7 @@ def _decisive_part(view: GraphView, whole: _Flow, parts: list[_Flow]) -> _Flow:
             return (op.created_at if op else "", parts.index(flow))
 
         decisive = min(lost, key=when)
-    elif whole.verdict is not None and whole.verdict[0] == "ResponseError" or not followed:
+    elif not followed or (whole.verdict is not None and whole.verdict[0] == "ResponseError"):
         return whole
     else:
         decisive = followed[0]
