@@ -90,19 +90,18 @@ def test_failing_optimizer_call_is_retried_then_recorded_and_the_round_completes
     outcome = next(t for t in summary["targets"] if t["field"] == "custom_fact_extraction_prompt")
     assert outcome["status"] == "failed"
     bundle = ablation["memory_system_config.json"]
-    assert "You are a Personal Information Organizer" in bundle["base_config"]["custom_fact_extraction_prompt"]
+    # the failed target keeps its value: still unset, so mem0 renders its own default (date included) per run
+    assert "custom_fact_extraction_prompt" not in bundle["base_config"]
     assert bundle["base_config"]["custom_update_memory_prompt"] == GOOD_DECISION
     assert ablation["update_results.json"] == {"memory-update-decision-prompt@1": GOOD_DECISION}
 
 
 def test_qa_update_without_context_is_rejected(ablation):
-    from membase.evaluation.prompts import QA_TEMPLATE
-
     summary = ablation["iteration_summary.json"]
     outcome = next(t for t in summary["targets"] if t["field"] == "question_answering_prompt")
     assert outcome["status"] == "rejected" and len(outcome["rejected_proposals"]) == 2
     assert all("$context" in " ".join(p["problems"]) for p in outcome["rejected_proposals"])
     assert any(f["field"] == "question_answering_prompt" and "proposal dropped" in f["error"]
                for f in summary["optimization_failures"])
-    assert ablation["memory_system_config.json"]["question_answering_prompt"] == QA_TEMPLATE
+    assert ablation["memory_system_config.json"]["question_answering_prompt"] is None  # still the default
     assert summary["updated_fields"] == ["custom_update_memory_prompt"]

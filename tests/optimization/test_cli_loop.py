@@ -115,7 +115,11 @@ def test_round_two_runs_the_prompts_round_one_wrote(full_run):
     from membase.layers import build_layer_config
 
     layer_type = exported.pop("layer_type")
-    assert build_layer_config(layer_type, user_id="x", **exported).custom_fact_extraction_prompt is not None
+    config = build_layer_config(layer_type, user_id="x", **exported)
+    ever_updated = set(updated) | set(_json(full_run / "iteration_2" / "iteration_summary.json")["updated_fields"])
+    for field in ("custom_fact_extraction_prompt", "custom_update_memory_prompt"):
+        # an updated prompt is written out; one never updated stays unset (mem0's own default, rendered per run)
+        assert getattr(config, field) == (NEW_PROMPT if field in ever_updated else None), field
 
 
 def test_final_evaluation_pairs_questions_and_reports_intervals(full_run):

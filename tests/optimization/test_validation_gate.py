@@ -57,5 +57,5 @@ def test_gate_rejects_an_update_that_lowers_the_validation_score(tmp_path, locom
     assert gate["current"] == 1.0 and gate["candidate"] == 0.0 and gate["accepted"] is False  # ... the gate refused it
     assert summary["updated_fields"] == []
     bundle = json.loads((out / "iteration_1" / "memory_system_config.json").read_text())
-    assert "Memories:" in bundle["question_answering_prompt"]
+    assert bundle["question_answering_prompt"] is None  # the refused template never reached the config
     assert (out / "iteration_1" / "validation" / "candidate").is_dir()

@@ -32,6 +32,7 @@ NEW_PROMPT = ('Keep every date and name. Extract facts as json {"facts": [...]};
 REPLY = {"rationale": "The trace shows the date was lost.", "feedback": "Keep dates explicit.",
          "aggregated_feedback": "Keep dates explicit.", "improved_value": NEW_PROMPT}
 VOLATILE = re.compile(r"seconds|minutes|elapsed")
+TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}")  # mem0 renders it into its default prompt: a run may cross midnight
 RANDOM_IDS = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")  # uuid4s: per run
 RESULT_FILES = ("memory_system_config.json", "memory_config.json", "iteration_summary.json", "failed_cases.json",
                 "error_attribution.json", "grouped_attributions.json", "feedbacks.json", "aggregated_feedbacks.json",
@@ -62,7 +63,8 @@ def _results(out: Path) -> dict:
     for k in (1, 2):
         for name in RESULT_FILES:
             found[f"iteration_{k}/{name}"] = json.loads((out / f"iteration_{k}" / name).read_text(encoding="utf-8"))
-    text = RANDOM_IDS.sub("<uuid>", json.dumps(_without_volatile(found), ensure_ascii=False).replace(str(out), "<dir>"))
+    text = json.dumps(_without_volatile(found), ensure_ascii=False).replace(str(out), "<dir>")
+    text = TODAY.sub("Today's date is <date>", RANDOM_IDS.sub("<uuid>", text))
     return json.loads(text)
 
 

@@ -23,7 +23,9 @@ One :class:`PromptRoundStep` round (spec-attribution §7.3, step 4):
 6. optimize each target that got failures (``feedbacks.json``, ``aggregated_feedbacks.json``,
    ``update_results.json``, ``gradient_history.json``);
 7. optionally gate the update on a validation conversation;
-8. the next bundle = effective bundle + accepted updates.
+8. the next bundle = the round's bundle + accepted updates (the reference starts from the effective
+   bundle, which writes every filled default into the config — mem0's fact prompt with the date
+   of round 1 among them; ours leaves untouched targets unset).
 """
 
 from __future__ import annotations
@@ -412,15 +414,20 @@ class PromptRoundStep:
         for optimizer in self.optimizers.values():
             optimizer.save_state(folder)
 
-        candidate = effective.with_updates(result_opt.updates) if result_opt.updates else effective
+        # The next bundle carries what was set before plus what changed now; a target filled from the
+        # graph only to show the optimizer its concrete value stays unset (the layer's own default),
+        # so a default that is rendered per run (mem0 writes "Today's date is ..." into its fact
+        # prompt) is not frozen at round 1's date for every later round and the final evaluation.
+        current = ctx.bundle
+        candidate = current.with_updates(result_opt.updates) if result_opt.updates else current
         gate_record = None
         if self.gate is not None and result_opt.updates:
-            before = self.gate.score(effective, folder / "validation" / "current")
+            before = self.gate.score(current, folder / "validation" / "current")
             after = self.gate.score(candidate, folder / "validation" / "candidate")
             accepted = after >= before
             gate_record = {"metric": self.gate.metric, "current": before, "candidate": after, "accepted": accepted}
             if not accepted:
-                candidate = effective
+                candidate = current
 
         summary = {
             "graph_path": str(graph_path),
@@ -443,7 +450,7 @@ class PromptRoundStep:
             "optimization_cost": result_opt.costs,
             "optimization_failures": result_opt.failures,
             "targets": [o.as_json() for o in result_opt.outcomes],
-            "updated_fields": sorted(result_opt.updates) if candidate is not effective else [],
+            "updated_fields": sorted(result_opt.updates) if candidate is not current else [],
             "validation_gate": gate_record,
         }
         return RoundOutput(next_bundle=candidate, summary=summary)
