@@ -1,13 +1,18 @@
-"""Regression guard: evidence_flow on the two fault benchmarks built from the specs alone
-(``benchmarks/heldout_attribution`` and ``benchmarks/heldout_attribution_c``, by engineers who did
-not read evidence_flow). Their first measurements were 0.761/0.717 and 0.810/0.790 (ETA/OIA, the
-CLI's default retrieved evidence); the general faults they exposed were fixed (each has its own
-unit test), after which they score 0.935/0.935 and 0.952/0.952. These floors keep those fixes.
+"""Regression guard: evidence_flow on the fault benchmarks built from the specs alone
+(``benchmarks/heldout_attribution``, ``_c`` and ``_d``, by engineers who did not read
+evidence_flow). The first two measured 0.761/0.717 and 0.810/0.790 at first (ETA/OIA, the CLI's
+default retrieved evidence); the general faults they exposed were fixed (each has its own unit
+test), after which they score 0.935/0.935 and 0.952/0.952. ``_d`` was measured once untouched at
+0.941 (its misses: meaning swaps that keep every word); with the answer-binding check it scores
+0.965. These floors keep those fixes.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,12 +38,24 @@ def _accuracy(bench, out_dir) -> tuple[float, float]:
     return type_right / cases, op_right / cases
 
 
-@pytest.mark.parametrize(("name", "floor"), [("b", 0.92), ("c", 0.94)])
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _build_d(bench: Path) -> None:
+    # its modules have bare names (build, cases, recorder ...): build it in its own interpreter
+    folder = REPO / "benchmarks" / "heldout_attribution_d"
+    code = f"import sys; sys.path.insert(0, {str(folder)!r}); from build import build; build(__import__('pathlib').Path({str(bench)!r}))"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)
+
+
+@pytest.mark.parametrize(("name", "floor"), [("b", 0.92), ("c", 0.94), ("d", 0.96)])
 def test_accuracy_on_the_spec_only_benchmarks_stays_above_its_floor(tmp_path, name, floor):
     bench = tmp_path / "bench"
     if name == "b":
         build_benchmark(bench, seed=0)
-    else:
+    elif name == "c":
         build(bench, seed=0)
+    else:
+        _build_d(bench)
     eta, oia = _accuracy(bench, tmp_path)
     assert eta >= floor and oia >= floor, (name, eta, oia)

@@ -298,3 +298,61 @@ def test_a_title_does_not_end_the_sentence():
     said = [s.text for s in statements("Big news, I handed in my notice at St. Aidan's pharmacy last Friday. "
                                        "Dr. Rivera was sad.")]
     assert said == ["Big news, I handed in my notice at St. Aidan's pharmacy last Friday.", "Dr. Rivera was sad."]
+
+
+@pytest.mark.parametrize(
+    ("fact", "question", "answer", "swapped"),
+    [
+        ("My midwife told me to keep swimming but stop hot yoga.", "What did the midwife tell Caroline to stop?",
+         "hot yoga", "My midwife told me to keep hot yoga but stop swimming."),
+        ("We did the Oceanario and a day trip to Sintra, but the Belem bakery line was too long.",
+         "Did Caroline go to the Belem bakery?", "No, the line was too long",
+         "We did the Belem bakery and a day trip to Sintra, but the Oceanario line was too long."),
+        ("Twenty minutes by tram 28. The studio is in Chiado.", "In which neighbourhood is the studio?", "Chiado",
+         "The studio is twenty minutes by tram 28 from Chiado."),
+    ],
+)
+def test_the_same_words_with_the_answer_bound_elsewhere_are_a_conflict(fact, question, answer, swapped):
+    probe = _probe(fact, answer, question=question)
+    probe.facts = [f for f in probe.facts if f.tokens & probe.answer_tokens]  # as the attributor keeps them
+    assert probe.assess(fact).present
+    assert probe.assess(swapped).why == "conflict: answer bound to other words"
+
+
+@pytest.mark.parametrize(
+    "faithful",
+    [
+        "Caroline should stop hot yoga and keep swimming, her midwife said.",  # clauses turned round
+        "Midwife's advice: stop doing hot yoga; keep swimming.",  # words in between, own punctuation
+        "Caroline: my midwife told me to keep swimming but stop hot yoga.",  # the fact itself
+    ],
+)
+def test_a_paraphrase_that_keeps_the_answer_with_its_question_words_is_no_rebinding(faithful):
+    probe = _probe("My midwife told me to keep swimming but stop hot yoga.", "hot yoga",
+                   question="What did the midwife tell Caroline to stop?")
+    assert probe.assess(faithful).present, probe.assess(faithful)
+
+
+def test_a_reordered_memory_that_moves_nothing_in_is_no_rebinding():
+    from toolkits.evidence_flow._binding import rebinds_answer
+
+    fact, memory = "In March I finally adopted the puppy.", "Adopted the puppy (March)."
+    kwargs = {"answer": frozenset({"march"}), "question": frozenset({"adopt", "puppy"}),
+              "movable": frozenset({"finally"})}
+    assert not rebinds_answer(fact, memory, **kwargs)  # bindings lost, nothing of another clause moved in
+    fact = "In March I adopted the puppy; in May the kitten."
+    kwargs["movable"] = frozenset({"kitten", "may"})
+    assert not rebinds_answer(fact, fact, **kwargs)
+    assert rebinds_answer(fact, "In May I adopted the puppy; in March the kitten.", **kwargs)
+
+
+def test_a_rebinding_needs_the_answer_and_is_seen_from_either_side():
+    from toolkits.evidence_flow._binding import rebinds_answer
+
+    fact = "The midwife said to stop hot yoga, keep swimming."
+    kwargs = {"answer": frozenset({"hot", "yoga"}), "question": frozenset({"midwife", "say", "stop"}),
+              "movable": content_tokens("said keep swimming")}
+    # only the question word's clause took another word in; the answer's own clause is bare
+    assert rebinds_answer(fact, "The midwife said to stop swimming. Hot yoga, keep.", **kwargs)
+    # without the answer it is a loss, not a rebinding
+    assert not rebinds_answer(fact, "The midwife said to stop swimming.", **kwargs)

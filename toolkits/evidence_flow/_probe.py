@@ -17,7 +17,8 @@ The probe holds the *facts* of the case — the evidence statements that state t
 * **no conflict**: the segment is not about other people than the fact (a known person named
   instead of the fact's), has the fact's polarity (negation), and does not replace an anchor of
   the fact or the golden answer (a number, month, weekday, season, relative-time word, time
-  unit) or one of its proper nouns by a different one of the same kind.
+  unit) or one of its proper nouns by a different one of the same kind, and keeps the answer bound
+  to the question's words (:mod:`._binding`: the same words, the answer moved to another clause).
 
 The score is normalised so that 1.0 is the threshold (capped at 2.0; a conflict scores 0.2).
 An optional embedder is a second opinion on paraphrase only: a segment that holds the answer and
@@ -33,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ._binding import rebinds_answer
 from ._facts import (
     Statement,
     agent_of,
@@ -294,6 +296,13 @@ class FactProbe:
         extra_proper = seg_ref.proper - self.evidence_tokens - self.names
         if missing_proper and extra_proper:
             return "proper noun"
+        # every word kept, the answer moved: "keep hot yoga but stop swimming" for "keep swimming but
+        # stop hot yoga" when the question asks what to stop
+        if self.mode == "answer":
+            asked = self.question_tokens - self.answer_tokens - self.names
+            if rebinds_answer(fact_ref.text, seg_ref.text, answer=self.answer_tokens, question=asked,
+                              movable=self.evidence_tokens - self.answer_tokens - asked - self.names):
+                return "answer bound to other words"
         return None
 
     def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
