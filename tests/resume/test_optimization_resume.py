@@ -123,6 +123,7 @@ def test_interrupted_three_times_then_rerun_equals_the_uninterrupted_run(tmp_pat
     assert "all 2 rounds are complete" in capsys.readouterr().err
     assert _kill.calls(calls) == before  # no optimizer call: nothing finished is redone
     assert _files(out / "iteration_1") == round_one and _files(out / "iteration_2") == rounds
+    assert not list(out.rglob("*.tmp"))  # the killed writers' temp files were swept by the rewrites
     mine, uninterrupted = _results(out), _results(reference)
     assert mine.keys() == uninterrupted.keys()
     for name, content in mine.items():
