@@ -1,0 +1,135 @@
+"""The fault catalogue: which question of which dialogue breaks where, in which layer, and how.
+
+Kinds (manifest only): role_swap (who did what to whom), polarity_swap (accepted/declined,
+won/lost, loved/disliked), negation, yesno_flip (a yes/no question whose evidence is flipped),
+number_swap / date_swap / place_swap (the wrong value also occurs in the dialogue), other_speaker
+(the fact attached to the other person), partial_summary (topic words kept, decisive detail
+dropped), near_duplicate (a look-alike about another event stands in for the evidence),
+lookalike_conflict (a look-alike fact is taken as a contradiction or a duplicate), wrong_merge (two
+events folded into one unit), segment_drop (the turn left out of its episode) and
+coincidental_overlap (the fact is lost while other text shares the golden answer's words).
+"""
+
+from __future__ import annotations
+
+from benchmarks.heldout_attribution_e.faults import CaseSpec
+
+
+def _c(dialogue: int, question: str, split: str, stage: str, kind: str, twist: str | None = None,
+       at: str | None = None, swap_in: str | None = None, keep_from: str | None = None) -> CaseSpec:
+    return CaseSpec(dialogue, question, split, stage, kind, twist, at, swap_in, keep_from)
+
+
+LC, RAG, MEM0, EMOS = "long_context", "rag", "mem0", "evermemos"
+
+CATALOGUE: tuple[CaseSpec, ...] = (
+    # ------------------------------------------------------------------ Long-Context
+    _c(1, "half_date", LC, "capture", "date_swap", "date"),
+    _c(1, "surf_teacher", LC, "capture", "role_swap", "roles"),
+    _c(1, "brightline_mia", LC, "capture", "yesno_flip", "flip"),
+    _c(2, "invited", LC, "capture", "number_swap", "exchange"),
+    _c(3, "greenfield_jonas", LC, "capture", "yesno_flip", "flip"),
+    _c(4, "sorter", LC, "capture", "other_speaker", "other"),
+    _c(2, "test_omar", LC, "capture", "negation", "negate"),
+    _c(1, "tom_place", LC, "capture", "coincidental_overlap", "drop"),
+    _c(2, "recipe", LC, "capture", "coincidental_overlap", "drop"),
+    _c(1, "offer_mia", LC, "capture", "coincidental_overlap", "drop"),
+    _c(1, "cup", LC, "rewrite", "yesno_flip", "flip", at="D3:7"),
+    _c(1, "oldest_dog", LC, "rewrite", "role_swap", "roles", at="D3:11"),
+    _c(3, "weekly_km", LC, "rewrite", "number_swap", "exchange", at="D2:9"),
+    _c(4, "august_trip", LC, "rewrite", "place_swap", "exchange", at="D3:7"),
+    _c(2, "ramen", LC, "rewrite", "other_speaker", "other", at="D1:6"),
+    _c(1, "surf_plan", LC, "rewrite", "coincidental_overlap", "drop", at="D3:11"),
+    _c(4, "pick_elena", LC, "rewrite", "coincidental_overlap", "drop", at="D2:5"),
+    _c(4, "tomato_plants", LC, "trim", "near_duplicate", at="D1:4", keep_from="D1:3"),
+    _c(2, "kyoto_days", LC, "trim", "near_duplicate", at="D1:3", keep_from="D1:2"),
+    _c(1, "half_place", LC, "trim", "coincidental_overlap", at="D3:2", keep_from="D1:3"),
+    _c(1, "climb_teacher", LC, "answer", "role_swap", "roles"),
+    _c(2, "flat_nora", LC, "answer", "place_swap", "exchange"),
+    _c(3, "chess_final", LC, "answer", "role_swap", "roles"),
+    _c(4, "bake_sale", LC, "answer", "number_swap", "exchange"),
+    _c(4, "salt_road_sam", LC, "answer", "negation", "negate"),
+    _c(3, "battle_won", LC, "answer", "yesno_flip", "exchange"),
+    # ------------------------------------------------------------------ NaiveRAG
+    _c(1, "offer_mia", RAG, "doc", "role_swap", "objects"),
+    _c(2, "kyoto_days", RAG, "doc", "number_swap", "exchange"),
+    _c(3, "instrument_priya", RAG, "doc", "role_swap", "exchange"),
+    _c(4, "keys_place", RAG, "doc", "place_swap", "place"),
+    _c(1, "choir_join", RAG, "doc", "other_speaker", "other"),
+    _c(2, "car_nora", RAG, "doc", "yesno_flip", "flip"),
+    _c(3, "fraud_giver", RAG, "doc", "role_swap", "roles"),
+    _c(4, "pick_elena", RAG, "doc", "coincidental_overlap", "drop"),
+    _c(1, "move_mia", RAG, "unit", "date_swap", "date"),
+    _c(2, "test_omar", RAG, "unit", "yesno_flip", "flip"),
+    _c(4, "ivy_school", RAG, "unit", "date_swap", "date"),
+    _c(3, "water_km", RAG, "unit", "number_swap", "number"),
+    _c(1, "oldest_dog", RAG, "unit", "coincidental_overlap", "drop"),
+    _c(2, "sourdough_when", RAG, "unit", "coincidental_overlap", "drop"),
+    _c(1, "cats", RAG, "swap", "near_duplicate", swap_in="I adopted 2 dogs"),
+    _c(2, "test_nora", RAG, "swap", "near_duplicate", swap_in="I passed my driving test on 13 May"),
+    _c(3, "league_jonas", RAG, "swap", "near_duplicate", swap_in="I beat your friend Karl"),
+    _c(4, "pepper_kilos", RAG, "swap", "near_duplicate", swap_in="The peppers gave me 5 kilos"),
+    _c(4, "ivy_school", RAG, "swap", "near_duplicate", swap_in="Ben started daycare on 11 September"),
+    _c(2, "sourdough_when", RAG, "drop", "coincidental_overlap"),
+    _c(1, "surf_teacher", RAG, "answer", "role_swap", "roles"),
+    _c(2, "confirmed", RAG, "answer", "number_swap", "exchange"),
+    _c(3, "team_city", RAG, "answer", "place_swap", "exchange"),
+    _c(4, "vienna_sam", RAG, "answer", "yesno_flip", "exchange"),
+    _c(2, "sourdough_when", RAG, "answer", "date_swap", "month"),
+    _c(3, "greenfield_jonas", RAG, "answer", "yesno_flip", "flip"),
+    # ------------------------------------------------------------------ Mem0
+    _c(1, "climb_teacher", MEM0, "facts", "role_swap", "roles"),
+    _c(2, "ramen", MEM0, "facts", "other_speaker", "other"),
+    _c(3, "chess_final", MEM0, "facts", "role_swap", "roles"),
+    _c(3, "league_top", MEM0, "facts", "other_speaker", "other"),
+    _c(1, "quit_mia", MEM0, "facts", "polarity_swap", "flip"),
+    _c(2, "flat_nora", MEM0, "facts", "coincidental_overlap", "drop"),
+    _c(4, "august_trip", MEM0, "facts", "coincidental_overlap", "drop"),
+    _c(1, "oldest_dog", MEM0, "facts", "coincidental_overlap", "drop"),
+    _c(3, "weekly_km", MEM0, "add", "number_swap", "exchange"),
+    _c(1, "oldest_dog", MEM0, "ignore", "lookalike_conflict", "roles"),
+    _c(1, "cats", MEM0, "update", "wrong_merge", "merge", at="D2:4", swap_in="Mia's cats are named"),
+    _c(1, "start_leo", MEM0, "update", "date_swap", "date", at="D1:9"),
+    _c(1, "half_place", MEM0, "update", "wrong_merge", "merge", at="D1:3", swap_in="Mia ran the 10k race"),
+    _c(3, "battle_won", MEM0, "update", "wrong_merge", "merge", at="D3:7", swap_in="The Night Owls lost"),
+    _c(2, "invited", MEM0, "update", "wrong_merge", "merge", at="D3:5", swap_in="Everyone at Nora's dinner"),
+    _c(4, "van_day", MEM0, "update", "wrong_merge", "merge", at="D1:10", swap_in="Elena sorts donations"),
+    _c(1, "brightline_mia", MEM0, "delete", "lookalike_conflict", at="D1:6"),
+    _c(2, "test_nora", MEM0, "delete", "lookalike_conflict", at="D2:1"),
+    _c(3, "league_jonas", MEM0, "delete", "lookalike_conflict", at="D3:10"),
+    _c(4, "ivy_school", MEM0, "delete", "lookalike_conflict", at="D3:3"),
+    _c(2, "flat_nora", MEM0, "delete", "coincidental_overlap", at="D3:2"),
+    _c(1, "offer_mia", MEM0, "swap", "near_duplicate", swap_in="Leo accepted the offer from Brightline"),
+    _c(2, "scooter", MEM0, "swap", "near_duplicate", swap_in="Nora bought a used car for 6000 dollars"),
+    _c(4, "fundraiser_total", MEM0, "swap", "near_duplicate", swap_in="Ben's daycare raised 300 dollars"),
+    _c(1, "oldest_dog", MEM0, "drop", "coincidental_overlap"),
+    _c(1, "bike_sold", MEM0, "answer", "negation", "negate"),
+    _c(2, "curry_teacher", MEM0, "answer", "role_swap", "roles"),
+    _c(3, "bass_owls", MEM0, "answer", "role_swap", "exchange"),
+    # ------------------------------------------------------------------ EverMemOS
+    _c(1, "half_place", EMOS, "episode", "place_swap", "exchange"),
+    _c(2, "ramen", EMOS, "episode", "other_speaker", "other"),
+    _c(3, "chess_final", EMOS, "episode", "role_swap", "roles"),
+    _c(3, "team_city", EMOS, "episode", "partial_summary", "partial"),
+    _c(4, "bake_sale", EMOS, "episode", "partial_summary", "partial"),
+    _c(1, "cats", EMOS, "episode", "partial_summary", "partial"),
+    _c(2, "test_omar", EMOS, "episode", "yesno_flip", "flip"),
+    _c(4, "north_wind", EMOS, "episode", "polarity_swap", "flip"),
+    _c(4, "pick_elena", EMOS, "episode", "coincidental_overlap", "drop"),
+    _c(1, "offer_mia", EMOS, "episode", "coincidental_overlap", "drop"),
+    _c(1, "move_mia", EMOS, "memcell", "segment_drop"),
+    _c(3, "greenfield_jonas", EMOS, "memcell", "segment_drop"),
+    _c(4, "keys_place", EMOS, "memcell", "segment_drop"),
+    _c(2, "test_nora", EMOS, "swap", "near_duplicate", swap_in="Omar passed his driving test on 13 May"),
+    _c(2, "osaka_when", EMOS, "swap", "near_duplicate", swap_in="Omar spent 6 days in Osaka"),
+    _c(3, "league_jonas", EMOS, "swap", "near_duplicate", swap_in="Priya beat Karl in the final"),
+    _c(3, "battle_date", EMOS, "swap", "near_duplicate", swap_in="played at the Blue Door on 10 February"),
+    _c(2, "sourdough_when", EMOS, "swap", "near_duplicate", swap_in="teach Omar to bake sourdough in June"),
+    _c(1, "surf_plan", EMOS, "swap", "coincidental_overlap", swap_in="Mia moved to Porto"),
+    _c(4, "august_trip", EMOS, "swap", "coincidental_overlap", swap_in="Sam plans to visit Vienna and Prague"),
+    _c(1, "quit_mia", EMOS, "answer", "polarity_swap", "flip"),
+    _c(2, "car_nora", EMOS, "answer", "other_speaker", "other"),
+    _c(3, "fraud_giver", EMOS, "answer", "role_swap", "roles"),
+    _c(4, "sorter", EMOS, "answer", "other_speaker", "other"),
+    _c(2, "confirmed", EMOS, "answer", "number_swap", "exchange"),
+)
