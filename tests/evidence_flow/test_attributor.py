@@ -548,3 +548,85 @@ def test_a_message_that_tells_and_then_asks_back_is_followed_itself(toy, case_fa
     case = case_factory(ids["query"], "7 May 2023", [msg], question="When did Caroline go to the support group?")
     result = _attr(toy, case, [msg], evidence_is_pseudo=True)
     assert "reply" not in result["reason"] and result["evidence"]["seeds"] == [msg]
+
+
+def _episode_unit(toy, msg: str, episodes: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """An EverMemOS-like unit: a first version without an episode, then one version per
+    ``(op name, op category, episode)``; the last also gets an event log that keeps the fact."""
+    raw = [{"content": _STUDIO, "name": "Elif", "role": "user"}]  # the raw segment, bookkeeping for retrieval
+    init = toy.op("memory_system.finalize_memory_unit", "initialization")
+    unit = toy.node("memory-unit-e1", {"event_id": "e1", "episode": None, "subject": "Elif's move to Lisbon",
+                                       "original_data": raw}, category="memory_entry")
+    toy.edge(init, msg, unit, "initialization")
+    written = []
+    for i, (name, category, episode) in enumerate(episodes):
+        op = toy.op(name, category)
+        value = {"event_id": "e1", "episode": episode, "subject": "Elif's move to Lisbon", "original_data": raw}
+        if i == len(episodes) - 1:
+            value["event_log"] = {"atomic_fact": ["Elif: The studio is in Chiado.", "Elif: Twenty minutes by tram 28."]}
+        unit = toy.node("memory-unit-e1", value, category="memory_entry")
+        toy.edge(op, written[-1][1] if written else f"memory-unit-e1@{i + 1}", unit, "mutation")
+        written.append((op, unit))
+    return written
+
+
+def _ask_rendered(toy, question: str, unit: str, context_text: str) -> dict[str, str]:
+    """A question whose context renders the unit its own way (the subject and the episode only)."""
+    query = toy.node("q1", question, category="message & query", class_name="query")
+    search = toy.op("memory_system.search_vector_store", "retrieval")
+    toy.edge(search, query, unit)
+    qa = toy.op("question-answering", "evaluation")
+    context = toy.node("ctx-q1", context_text, category="memory_context", class_name="context")
+    toy.link(qa, [unit], [context])
+    pred = toy.node("pred-q1", "Campo de Ourique", category="llm_response", class_name="prediction")
+    toy.link(qa, [query, context], [pred])
+    return {"query": query, "qa": qa}
+
+
+_STUDIO = "Twenty minutes by tram 28. The studio is in Chiado."
+_SWAPPED = "Elif said: The studio is twenty minutes by tram 28 from Chiado."
+
+
+def test_a_unit_that_keeps_the_fact_only_in_a_field_the_context_never_shows(toy, case_factory):
+    """The episode (shown) swapped the fact; the event log (not shown) kept it: the episode's op is to blame."""
+    msg = toy.message("U1:D2:11", _STUDIO, "Elif")
+    (extract, unit), = _episode_unit(toy, msg, [("memory_system.extract_memory", "extraction", _SWAPPED)])
+    ids = _ask_rendered(toy, "In which neighbourhood is Elif's studio?", unit, f"Elif's move to Lisbon: {_SWAPPED}")
+    result = _attr(toy, case_factory(ids["query"], "Chiado", [msg], question="In which neighbourhood is Elif's studio?"))
+    assert _verdict(result) == ("ExtractionError", extract)
+    assert "never sees" in result["reason"]
+
+
+def test_a_shown_field_that_held_the_fact_and_lost_it_is_an_update_error(toy, case_factory):
+    msg = toy.message("U1:D2:11", _STUDIO, "Elif")
+    (_, _), (rewrite, unit) = _episode_unit(toy, msg, [
+        ("memory_system.extract_memory", "extraction", "Elif said: The studio is in Chiado, twenty minutes by tram 28."),
+        ("memory_system.update_memory", "update", _SWAPPED),
+    ])
+    ids = _ask_rendered(toy, "In which neighbourhood is Elif's studio?", unit, f"Elif's move to Lisbon: {_SWAPPED}")
+    result = _attr(toy, case_factory(ids["query"], "Chiado", [msg], question="In which neighbourhood is Elif's studio?"))
+    assert _verdict(result) == ("UpdateError", rewrite)
+
+
+def test_a_context_that_shows_the_field_holding_the_fact_is_the_answer_steps_fault(toy, case_factory):
+    msg = toy.message("U1:D2:11", _STUDIO, "Elif")
+    (_, unit), = _episode_unit(toy, msg, [("memory_system.extract_memory", "extraction", _SWAPPED)])
+    shown = f"Elif's move to Lisbon: {_SWAPPED}\nElif: The studio is in Chiado.\nElif: Twenty minutes by tram 28."
+    ids = _ask_rendered(toy, "In which neighbourhood is Elif's studio?", unit, shown)
+    result = _attr(toy, case_factory(ids["query"], "Chiado", [msg], question="In which neighbourhood is Elif's studio?"))
+    assert _verdict(result) == ("ResponseError", ids["qa"])
+
+
+def test_a_context_whose_text_says_the_fact_elsewhere_is_the_answer_steps_fault(toy, case_factory):
+    """The holder's shown fields lack the fact, but another memory in the same context states it."""
+    msg = toy.message("U1:D2:11", _STUDIO, "Elif")
+    (_, unit), = _episode_unit(toy, msg, [("memory_system.extract_memory", "extraction", _SWAPPED)])
+    other_op = toy.op("memory_system.extract_memory", "extraction")
+    other = toy.node("memory-unit-e2", {"event_id": "e2", "episode": "Elif said: The studio is in Chiado."},
+                     category="memory_entry")
+    toy.edge(other_op, msg, other, "extraction")
+    ids = _ask_rendered(toy, "In which neighbourhood is Elif's studio?", unit,
+                        f"Elif's move to Lisbon: {_SWAPPED}\n\nElif said: The studio is in Chiado.")
+    toy.edge(ids["qa"], other, "ctx-q1@1")
+    result = _attr(toy, case_factory(ids["query"], "Chiado", [msg], question="In which neighbourhood is Elif's studio?"))
+    assert _verdict(result) == ("ResponseError", ids["qa"])

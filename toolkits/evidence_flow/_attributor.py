@@ -33,11 +33,12 @@ from typing import Any
 from smartcomment.schema.base import gc_paused
 
 from ._evidence import EvidenceChoice, choose_evidence
-from ._flow import StoreState, follow_construction
+from ._flow import StoreState, follow_construction, node_text
 from ._graph_view import GraphView, NodeRec
 from ._parts import answer_parts, one_message_states_all
 from ._probe import FactProbe
 from ._query_time import find_answering, judge_query_time
+from ._rendered import RenderedLoss, rendered_loss
 from ._text import (
     DEFAULT_ANSWER_THRESHOLD,
     DEFAULT_EMBEDDING_THRESHOLD,
@@ -262,6 +263,15 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
     return flow
 
 
+def _shown_loss(view: GraphView, probe: FactProbe, qa_op: str | None, context: NodeRec,
+                state: StoreState) -> RenderedLoss | None:
+    """A holding unit of the context whose shown fields lack the information (see :mod:`._rendered`)."""
+    in_context = {view.nodes[e.source].full_name for e in view.op_edges.get(qa_op or "", [])
+                  if e.target == context.full_node_id and e.source in view.nodes}
+    holders = [n for n in state.holders.values() if n.full_name in in_context]
+    return rendered_loss(view, probe, context, node_text(context), holders) if holders else None
+
+
 def _decisive_part(view: GraphView, whole: _Flow, parts: list[_Flow]) -> _Flow:
     """The part lost at the earliest op decides; when every part reached the context, the answer
     step is at fault (the whole answer's flow says so when it agrees)."""
@@ -381,6 +391,13 @@ def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec
     answering = find_answering(view, query, str(_case_field(case, "prediction") or ""))
     verdict = judge_query_time(view, probe, query, answering, state.holders, trail)
     clarity = held_clarity if verdict.by_identity else held_clarity * 0.8
+    if verdict.context_has and verdict.by_identity and answering.context is not None:
+        shown = _shown_loss(view, probe, answering.op_id, answering.context, state)
+        if shown is not None:
+            trail.add("context", op_id=answering.op_id, node=answering.context, present=False, note=shown.detail)
+            reason = (f"The store held the critical information ({what}), but {shown.detail}: op {shown.op_id} "
+                      f"({view.op_name(shown.op_id)}) is where the shown content lost it.")
+            return shown.error_type, shown.op_id, reason, clarity * 0.8
     if verdict.context_has:
         if answering.prediction is not None:
             trail.add("answer", op_id=answering.op_id, node=answering.prediction, present=False)
