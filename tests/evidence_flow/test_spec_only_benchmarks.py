@@ -4,8 +4,8 @@ evidence_flow). The first two measured 0.761/0.717 and 0.810/0.790 at first (ETA
 default retrieved evidence); the general faults they exposed were fixed (each has its own unit
 test), after which they score 0.935/0.935 and 0.952/0.952. ``_d`` was measured once untouched at
 0.941 (its misses: meaning swaps that keep every word); with the answer-binding check and the
-shown-fields check (a unit holding the fact only in a field the context never renders) it scores
-0.976. These floors keep those fixes.
+shown-fields check (a unit holding the fact only in a field the context never renders) and a
+speaker lead read inside a quoted list item, it scores 0.988. These floors keep those fixes.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _build_d(bench: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)
 
 
-@pytest.mark.parametrize(("name", "floor"), [("b", 0.92), ("c", 0.94), ("d", 0.97)])
+@pytest.mark.parametrize(("name", "floor"), [("b", 0.92), ("c", 0.94), ("d", 0.98)])
 def test_accuracy_on_the_spec_only_benchmarks_stays_above_its_floor(tmp_path, name, floor):
     bench = tmp_path / "bench"
     if name == "b":

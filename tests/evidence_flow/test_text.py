@@ -356,3 +356,16 @@ def test_a_rebinding_needs_the_answer_and_is_seen_from_either_side():
     assert rebinds_answer(fact, "The midwife said to stop swimming. Hot yoga, keep.", **kwargs)
     # without the answer it is a loss, not a rebinding
     assert not rebinds_answer(fact, "The midwife said to stop swimming.", **kwargs)
+
+
+def test_a_speaker_lead_inside_a_quoted_list_item_is_still_the_speaker():
+    """Mem0 hands the update step its facts as a Python list: ``["Caroline: Lucy is ..."]``."""
+    fact = statements("Lucy is Deshawn's cousin, by the way.", NAMES, "caroline")
+    probe = FactProbe.build(mode="answer", facts=fact, answer_tokens=content_tokens("Yes, she is his cousin"),
+                            question_tokens=content_tokens("Is Lucy related to Deshawn?"), names=NAMES,
+                            evidence_tokens=content_tokens(fact[0].text), document_frequency={}, documents=10,
+                            answer_spread=1, answer_threshold=0.75, evidence_threshold=0.5,
+                            proper_names=frozenset({"lucy", "deshawn"}))
+    listed = """['Caroline: Deshawn and Lucy ran everything.', "Caroline: Lucy is Deshawn's cousin, by the way."]"""
+    assert probe.assess(listed).present, probe.assess(listed)
+    assert probe.assess("""["Melanie: Lucy is Deshawn's cousin."]""").why == "conflict: person"

@@ -139,7 +139,7 @@ def is_negated_about(text: str, focus: frozenset[str]) -> bool:
 
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 # A statement that opens by naming who speaks: the buffer layers' frame, "X said:", "X:".
-_ATTRIBUTION_LEAD = re.compile(r"^\s*(?:Speaker\s+\S+(?:\s+\([^)]*\))?\s+says:|[A-Z][A-Za-z'’\-]*\s+"
+_ATTRIBUTION_LEAD = re.compile(r"^[\s\"'(\[]*(?:Speaker\s+\S+(?:\s+\([^)]*\))?\s+says:|[A-Z][A-Za-z'’\-]*\s+"
                                r"(?:said|says|wrote|writes|replied|replies|told \w+|asked|asks)\b[:,]?|[A-Z][A-Za-z'’\-]*:)\s*")
 
 
