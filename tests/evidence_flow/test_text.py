@@ -369,3 +369,45 @@ def test_a_speaker_lead_inside_a_quoted_list_item_is_still_the_speaker():
     listed = """['Caroline: Deshawn and Lucy ran everything.', "Caroline: Lucy is Deshawn's cousin, by the way."]"""
     assert probe.assess(listed).present, probe.assess(listed)
     assert probe.assess("""["Melanie: Lucy is Deshawn's cousin."]""").why == "conflict: person"
+
+
+def test_a_paraphrase_that_merges_clauses_and_names_the_object_keeps_the_binding():
+    probe = _probe("I'm selling mine at the Saturday market in Dunmore, 7 euros a jar.",
+                   "At the Saturday market in Dunmore", question="Where does Caroline sell her honey?")
+    text = "Caroline sells her honey at the Saturday market in Dunmore for 7 euros a jar."
+    assert probe.assess(text).present, probe.assess(text)
+
+
+@pytest.mark.parametrize("opening", ["Bad news, Melanie: one", "Thanks, Melanie! One", "Melanie, guess what, one"])
+def test_the_person_spoken_to_is_not_the_one_the_fact_is_about(opening):
+    fact = f"{opening} of my hives swarmed last Tuesday and I lost half the colony."
+    assert statements(fact, NAMES, "caroline")[-1].speaker == "caroline"
+    probe = _probe(fact, "half the colony", question="What did Caroline lose when her hive swarmed?")
+    probe.facts = [f for f in probe.facts if f.tokens & probe.answer_tokens]  # as the attributor keeps them
+    text = "Caroline lost half the colony when one of her hives swarmed last Tuesday."
+    assert probe.assess(text).present, probe.assess(text)
+    assert probe.assess("Melanie lost half the colony when one of her hives swarmed last Tuesday.").why == "conflict: person"
+
+
+@pytest.mark.parametrize("sentence", ["Bad news, Melanie: one of my hives swarmed last Tuesday.",
+                                      "Oh Melanie, one of my hives swarmed last Tuesday.",
+                                      "One of my hives swarmed last Tuesday, Melanie!"])
+def test_a_clause_that_addresses_someone_is_about_its_speaker(sentence):
+    from toolkits.evidence_flow._facts import agent_of
+
+    statement = statements(sentence, NAMES, "caroline")[0]
+    assert agent_of(statement, NAMES, content_tokens("last Tuesday")) == "caroline"
+    told = statements("Melanie's hive swarmed last Tuesday.", NAMES, "caroline")[0]
+    assert agent_of(told, NAMES, content_tokens("last Tuesday")) == "melanie"
+
+
+def test_a_yes_no_answer_needs_the_claim_the_question_makes_not_a_look_alike():
+    fact = statements("Melanie, guess what: I passed my driving test on 13 May!", NAMES, "caroline")
+    question = "Did Caroline pass her driving test?"
+    probe = FactProbe.build(mode="evidence", facts=fact, answer_tokens=content_tokens("Yes"),
+                            question_tokens=content_tokens(question), names=NAMES,
+                            evidence_tokens=content_tokens(fact[0].text), document_frequency={}, documents=10,
+                            answer_spread=0, answer_threshold=0.75, evidence_threshold=0.5, question=question)
+    assert probe.assess("Caroline passed her driving test on 13 May.").present
+    look_alike = "I failed my first driving test in January, so I'm retaking it in May."
+    assert probe.assess(look_alike).why == "the evidence's answer words missing"

@@ -3,8 +3,8 @@
 "keep swimming but stop hot yoga" and "keep hot yoga but stop swimming" hold the same tokens; only
 what the answer stands next to changed. A sentence is cut into *chunks* at punctuation and at
 coordinating words (``but``, ``and``, ``or`` ...); a question word is *bound* to the answer when
-both stand in one chunk with at most :data:`_REACH` words between them ("stop hot yoga",
-"the studio is in Chiado", "the Belém bakery line").
+both stand in one chunk with at most :data:`_REACH` content words between them (stop words take
+no room: "stop hot yoga", "the studio is in Chiado", "selling mine at the Saturday market").
 
 A text *rebinds* the answer when the fact binds it to some of the question's words, the text
 still holds those words and the answer, none of them is bound to the answer any more, and a word
@@ -24,18 +24,18 @@ from ._text import token_sequence
 
 __all__ = ["rebinds_answer"]
 
-#: Words that may stand between a question word and the answer it is bound to.
-_REACH = 3
+#: Content words that may stand between a question word and the answer it is bound to.
+_REACH = 2
 _BARRIER_WORDS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet",
                             "instead", "except", "unlike"})
 _PIECE = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[^\s0-9A-Za-z\u00c0-\u024f'’]")
 
 
 @lru_cache(maxsize=8192)
-def _chunks(text: str) -> tuple[tuple[str | None, ...], ...]:
-    """The chunks of ``text``: each a tuple of normalised content tokens, None for a stop word."""
-    out: list[tuple[str | None, ...]] = []
-    current: list[str | None] = []
+def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
+    """The chunks of ``text``: each a tuple of its normalised content tokens, in order."""
+    out: list[tuple[str, ...]] = []
+    current: list[str] = []
     for piece in _PIECE.findall(text):
         lowered = piece.lower()
         if not piece[0].isalnum() or lowered in _BARRIER_WORDS:
@@ -43,14 +43,13 @@ def _chunks(text: str) -> tuple[tuple[str | None, ...], ...]:
                 out.append(tuple(current))
             current = []
             continue
-        tokens = token_sequence(lowered)
-        current.append(tokens[0] if tokens else None)
+        current.extend(token_sequence(lowered))  # stop words take no room: "sells her honey at the market"
     if current:
         out.append(tuple(current))
     return tuple(out)
 
 
-def _bound(chunks: Iterable[tuple[str | None, ...]], terms: frozenset[str], answer: frozenset[str]) -> frozenset[str]:
+def _bound(chunks: Iterable[tuple[str, ...]], terms: frozenset[str], answer: frozenset[str]) -> frozenset[str]:
     """The terms standing within reach of an answer token in one chunk."""
     bound: set[str] = set()
     for chunk in chunks:
@@ -63,11 +62,11 @@ def _bound(chunks: Iterable[tuple[str | None, ...]], terms: frozenset[str], answ
     return frozenset(bound)
 
 
-def _around(chunks: Iterable[tuple[str | None, ...]], anchors: frozenset[str]) -> frozenset[str]:
+def _around(chunks: Iterable[tuple[str, ...]], anchors: frozenset[str]) -> frozenset[str]:
     """Content tokens of the chunks that hold any of ``anchors``."""
     out: set[str] = set()
     for chunk in chunks:
-        tokens = {t for t in chunk if t is not None}
+        tokens = set(chunk)
         if tokens & anchors:
             out |= tokens
     return frozenset(out)
@@ -91,7 +90,7 @@ def rebinds_answer(fact: str, text: str, *, answer: frozenset[str], question: fr
     anchors = _bound(fact_chunks, question, answer)
     if not anchors:
         return False
-    text_tokens = {t for chunk in text_chunks for t in chunk if t is not None}
+    text_tokens = {t for chunk in text_chunks for t in chunk}
     kept = anchors & text_tokens
     if not kept or not answer & text_tokens or _bound(text_chunks, kept, answer):
         return False

@@ -66,6 +66,7 @@ _SENTENCE_END = re.compile(_NOT_AFTER_ABBREVIATION + r"(?<=[.!?])[\"'’”)\]]*
 _LEAD_COLON = re.compile(r"^[\"'(\[]*(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
 _NAME_COLON = re.compile(r"(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
 _LEAD_WINDOW = 48
+_PROSE_BEFORE = re.compile(r",\s*$|[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 _ATTRIBUTION_VERBS = frozenset({"said", "says", "say", "asked", "asks", "replied", "replies", "told", "tells",
                                 "wrote", "writes", "added", "adds", "mentioned", "mentions", "shared", "shares"})
 
@@ -151,12 +152,26 @@ def focus_clause(text: str, focus: frozenset[str]) -> str:
     return max(scored)[2] if focus and max(scored)[0] > 0 else text
 
 
+_ADDRESS_OPENERS = r"(?:hey|hi|hello|thanks|thank you|dear|oh|yes|no|ok|okay|well|sorry|so|look|listen)"
+
+
+def _without_address(text: str, names: frozenset[str]) -> str:
+    """``text`` without the names it addresses ("Bad news, Ines: ...", "Thanks, Ines!", "Ines, guess
+    what"): the one spoken to is not the one the clause is about."""
+    for name in names:
+        if name not in text.lower():
+            continue
+        pattern = (rf"(?i)(^\s*|[,;:!?.]\s*|\b{_ADDRESS_OPENERS}\s+){re.escape(name)}(?=\s*[,:!?.]|\s*$)")
+        text = re.sub(pattern, lambda m: m.group(1), text)
+    return text
+
+
 def agent_of(statement: Statement, names: frozenset[str], focus: frozenset[str]) -> str | None:
     """Whom the clause about ``focus`` is about: the first known person it names (outside ``focus``,
     so a name that is the answer does not count), else its speaker when it speaks in the first
     person; None when it does not say. "John donated his old car to the shelter Maria volunteers
     at" is about John, "I donated my old car" about its speaker."""
-    body = _ATTRIBUTION_LEAD.sub("", statement.text, count=1)
+    body = _without_address(_ATTRIBUTION_LEAD.sub("", statement.text, count=1), names)
     for raw in _WORD.findall(focus_clause(body, focus)):
         word = raw.lower().replace("’", "'")
         bare = word[:-2] if word.endswith("'s") else word
@@ -245,7 +260,8 @@ def _lead_speaker(sentence: str, words: list[str], names: frozenset[str]) -> str
     if colon and colon.group("name").lower() in names:
         return colon.group("name").lower()
     for match in _NAME_COLON.finditer(sentence, 0, _LEAD_WINDOW):
-        if match.group("name").lower() in names:
+        # after a timestamp or a bracket, not after words: "Bad news, Ines: ..." addresses Ines
+        if match.group("name").lower() in names and not _PROSE_BEFORE.search(sentence[:match.start()]):
             return match.group("name").lower()
     lowered = [w.lower() for w in words[:6]]
     for i, word in enumerate(lowered[:4]):

@@ -226,8 +226,13 @@ class FactProbe:
 
     def key_tokens(self, fact: Statement) -> frozenset[str]:
         """Evidence mode: the words of a fact that carry the answer — those it shares with the golden
-        answer, and, when the question asks when or how long/many, its time or number words."""
+        answer (with the question, for a yes/no answer), and, when the question asks when or how
+        long/many, its time or number words."""
         key = set(fact.tokens & self.answer_tokens)
+        if not self.answer_tokens:
+            # "Yes"/"No" confirms the question's own claim: its words as the evidence states them
+            # ("passed my driving test") must stay, not a look-alike ("failed my first driving test")
+            key |= (fact.tokens & self.question_tokens) - self.names
         for kind, values in fact.anchors.items():
             if kind in self.asked_kinds:
                 key |= values
