@@ -630,3 +630,20 @@ def test_a_context_whose_text_says_the_fact_elsewhere_is_the_answer_steps_fault(
     toy.edge(ids["qa"], other, "ctx-q1@1")
     result = _attr(toy, case_factory(ids["query"], "Chiado", [msg], question="In which neighbourhood is Elif's studio?"))
     assert _verdict(result) == ("ResponseError", ids["qa"])
+
+
+def test_a_speakers_own_words_state_a_who_answer_that_names_them(toy, case_factory):
+    """"Who sorts donations?" - "Melanie": her "I sort donations" states it, not another message
+    that merely names her; the extraction that gave the fact to Caroline lost it."""
+    msg, extract, facts = _mem0_turn(toy, "U1:D1:2", "Right, I sort donations on Thursdays.",
+                                     ["Caroline sorts donations on Thursdays"], name="Melanie")
+    other, _, other_facts = _mem0_turn(toy, "U1:D1:3", "Melanie is great, she baked for everyone.",
+                                       ["Melanie baked for everyone"])
+    _, unit = _add_unit(toy, facts, "1", "Caroline sorts donations on Thursdays")
+    _, unit2 = _add_unit(toy, other_facts, "2", "Melanie baked for everyone")
+    question = "Who sorts donations at the food bank?"
+    ids = toy.ask("q1", question, [unit, unit2])
+    case = case_factory(ids["query"], "Melanie", [msg], question=question)
+    for given in ([msg], [msg, other]):
+        result = _attr(toy, case, given, evidence_is_pseudo=True)
+        assert _verdict(result) == ("ExtractionError", extract), result["reason"]
