@@ -310,6 +310,10 @@ def test_a_title_does_not_end_the_sentence():
          "We did the Belem bakery and a day trip to Sintra, but the Oceanario line was too long."),
         ("Twenty minutes by tram 28. The studio is in Chiado.", "In which neighbourhood is the studio?", "Chiado",
          "The studio is twenty minutes by tram 28 from Chiado."),
+        # "offer" is in both clauses: only "accepted" binds the answer
+        ("I accepted the offer from Harbor Labs and I declined the offer from Brightline.",
+         "Which company's offer did Caroline accept?", "Harbor Labs",
+         "I accepted the offer from Brightline and I declined the offer from Harbor Labs."),
     ],
 )
 def test_the_same_words_with_the_answer_bound_elsewhere_are_a_conflict(fact, question, answer, swapped):

@@ -87,7 +87,9 @@ def rebinds_answer(fact: str, text: str, *, answer: frozenset[str], question: fr
     if not answer or not question:
         return False
     fact_chunks, text_chunks = _chunks(fact), _chunks(text)
-    anchors = _bound(fact_chunks, question, answer)
+    # a question word the fact says twice ("accepted the offer ... declined the offer") binds nothing
+    repeated = {t for t in question if sum(t in chunk for chunk in fact_chunks) > 1}
+    anchors = _bound(fact_chunks, question - repeated, answer)
     if not anchors:
         return False
     text_tokens = {t for chunk in text_chunks for t in chunk}
