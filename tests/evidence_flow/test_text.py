@@ -19,6 +19,9 @@ def test_light_stemming_and_number_words_meet_on_both_sides():
     assert content_tokens("four years") == content_tokens("4 year")
     assert content_tokens("painted") == content_tokens("painting") == content_tokens("paints")
     assert content_tokens("researching adoption agencies") >= content_tokens("research adoption agency")
+    # irregular past forms meet their verb, and stay apart from its opposite
+    assert content_tokens("I bought a used car") == content_tokens("buy used car")
+    assert content_tokens("sold") != content_tokens("bought") and content_tokens("won") == content_tokens("win")
 
 
 def test_values_are_decoded_and_unit_bookkeeping_is_ignored():
@@ -118,7 +121,7 @@ def test_token_sequence_keeps_order_and_normalises_like_content_tokens():
     from toolkits.evidence_flow._text import token_sequence
 
     text = "Ran 03 miles with the 2 dogs, then 3 more miles"
-    assert token_sequence(text) == ["ran", "3", "mile", "2", "dog", "3", "mile"]  # "then", "more" are stop words
+    assert token_sequence(text) == ["run", "3", "mile", "2", "dog", "3", "mile"]  # "then", "more" are stop words
     assert content_tokens(text) == frozenset(token_sequence(text))
 
 

@@ -93,12 +93,31 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
 
 
+# Past forms of common irregular verbs, so that "Did Nora buy a car?" meets "I bought a car" (and
+# "I sold a car" does not). Light verbs (went, got, made, took) stay as they are: as question words
+# they would count double for every fact that merely "went" somewhere.
+_IRREGULAR = {
+    "bought": "buy", "sold": "sell", "won": "win", "lost": "lose", "ran": "run", "gave": "give", "given": "give",
+    "told": "tell", "taught": "teach", "met": "meet", "paid": "pay", "kept": "keep", "began": "begin",
+    "begun": "begin", "wrote": "write", "written": "write", "drove": "drive", "driven": "drive", "ate": "eat",
+    "eaten": "eat", "flew": "fly", "flown": "fly", "held": "hold", "brought": "bring", "thought": "think",
+    "spent": "spend", "sent": "send", "built": "build", "chose": "choose", "chosen": "choose", "broke": "break",
+    "broken": "break", "forgot": "forget", "forgotten": "forget", "grew": "grow", "grown": "grow", "knew": "know",
+    "known": "know", "rode": "ride", "ridden": "ride", "sang": "sing", "sung": "sing", "swam": "swim",
+    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "heard": "hear", "lent": "lend",
+    "caught": "catch", "fought": "fight", "sought": "seek", "stole": "steal", "stolen": "steal",
+}
+
+
 @lru_cache(maxsize=65536)  # a conversation reuses a few thousand words across many texts
 def _stem(token: str) -> str:
     # A deliberately light stemmer, applied to both sides alike: plural and -ing/-ed forms
-    # ("agencies"/"agency", "painted"/"painting"/"paint") meet, short words are left alone.
+    # ("agencies"/"agency", "painted"/"painting"/"paint") and common irregular past forms
+    # ("bought"/"buy") meet, short words are left alone.
     if token in _NUMBER_WORDS:
         return _NUMBER_WORDS[token]
+    if token in _IRREGULAR:
+        return _IRREGULAR[token]
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
     if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
