@@ -37,7 +37,7 @@ from ._flow import StoreState, follow_construction, node_text
 from ._graph_view import GraphView, NodeRec
 from ._parts import answer_parts, one_message_states_all
 from ._probe import FactProbe
-from ._query_time import find_answering, judge_query_time
+from ._query_time import context_units, find_answering, judge_query_time
 from ._rendered import RenderedLoss, rendered_loss
 from ._text import (
     DEFAULT_ANSWER_THRESHOLD,
@@ -266,8 +266,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
 def _shown_loss(view: GraphView, probe: FactProbe, qa_op: str | None, context: NodeRec,
                 state: StoreState) -> RenderedLoss | None:
     """A holding unit of the context whose shown fields lack the information (see :mod:`._rendered`)."""
-    in_context = {view.nodes[e.source].full_name for e in view.op_edges.get(qa_op or "", [])
-                  if e.target == context.full_node_id and e.source in view.nodes}
+    in_context = {unit.full_name for unit in context_units(view, qa_op, context)}
     holders = [n for n in state.holders.values() if n.full_name in in_context]
     return rendered_loss(view, probe, context, node_text(context), holders) if holders else None
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._facts import _FIRST_PERSON, Statement, merge_statements, statements
+from ._facts import Statement, merge_statements, speaks_in_first_person, statements
 from ._graph_view import GraphView, NodeRec, is_message, message_speaker
 from ._text import content_tokens, message_text, token_recall
 
@@ -75,9 +75,6 @@ def node_statements(view: GraphView, node: NodeRec) -> list[Statement]:
     return view.memo[key]
 
 
-_SELF_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
-
-
 def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], threshold: float) -> list[Statement]:
     """Statements of ``node`` that hold the golden answer: single sentences, else the shortest runs
     of adjacent sentences that do (an answer told over several sentences)."""
@@ -87,7 +84,7 @@ def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], th
     if speaker and speaker in answer and answer <= view.speakers:
         # "Who sorts donations?" - "Elena": her own "I sort donations" states it
         own = [dataclasses.replace(s, tokens=s.tokens | {speaker}) for s in node_statements(view, node)
-               if _FIRST_PERSON & {w.lower().replace("’", "'") for w in _SELF_WORD.findall(s.text)}]
+               if speaks_in_first_person(s.text)]
         if own:
             return own
     tokens = view.message_tokens.get(node.full_node_id)

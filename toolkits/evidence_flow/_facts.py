@@ -39,6 +39,7 @@ __all__ = [
     "merge_statements",
     "pair_statements",
     "segments",
+    "speaks_in_first_person",
     "statements",
 ]
 
@@ -152,17 +153,26 @@ def focus_clause(text: str, focus: frozenset[str]) -> str:
     return max(scored)[2] if focus and max(scored)[0] > 0 else text
 
 
+def speaks_in_first_person(text: str) -> bool:
+    """True when ``text`` says "I", "me", "my" ... (its speaker speaks of themself)."""
+    return any(raw.lower().replace("’", "'") in _FIRST_PERSON for raw in _WORD.findall(text))
+
+
 _ADDRESS_OPENERS = r"(?:hey|hi|hello|thanks|thank you|dear|oh|yes|no|ok|okay|well|sorry|so|look|listen)"
+
+
+@lru_cache(maxsize=1024)
+def _address_of(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?i)(^\s*|[,;:!?.]\s*|\b{_ADDRESS_OPENERS}\s+){re.escape(name)}(?=\s*[,:!?.]|\s*$)")
 
 
 def _without_address(text: str, names: frozenset[str]) -> str:
     """``text`` without the names it addresses ("Bad news, Ines: ...", "Thanks, Ines!", "Ines, guess
     what"): the one spoken to is not the one the clause is about."""
+    lowered = text.lower()
     for name in names:
-        if name not in text.lower():
-            continue
-        pattern = (rf"(?i)(^\s*|[,;:!?.]\s*|\b{_ADDRESS_OPENERS}\s+){re.escape(name)}(?=\s*[,:!?.]|\s*$)")
-        text = re.sub(pattern, lambda m: m.group(1), text)
+        if name in lowered:
+            text = _address_of(name).sub(r"\1", text)
     return text
 
 

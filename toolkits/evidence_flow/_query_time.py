@@ -23,7 +23,7 @@ from ._flow import node_text
 from ._graph_view import EdgeRec, GraphView, NodeRec, is_memory_unit, is_parameter
 from ._probe import FactProbe
 
-__all__ = ["Answering", "QueryTimeVerdict", "find_answering", "judge_query_time"]
+__all__ = ["Answering", "QueryTimeVerdict", "context_units", "find_answering", "judge_query_time"]
 
 _UNIT_PREFIX = "memory-unit-"
 _MIN_ID_LENGTH = 4
@@ -190,6 +190,12 @@ def _served_versions(view: GraphView, window: list[EdgeRec], qa_op: str | None) 
     return out
 
 
+def context_units(view: GraphView, qa_op: str | None, context: NodeRec) -> list[NodeRec]:
+    """The memory unit versions the answering op built ``context`` from."""
+    return [view.nodes[e.source] for e in view.op_edges.get(qa_op or "", [])
+            if e.target == context.full_node_id and e.source in view.nodes and is_memory_unit(view.nodes[e.source])]
+
+
 def judge_query_time(view: GraphView, probe: FactProbe, query: NodeRec, answering: Answering,
                      holders: dict[str, NodeRec], trail: Any) -> QueryTimeVerdict:
     """Follow the holders through the question's retrieval into the context (module docstring)."""
@@ -198,9 +204,7 @@ def judge_query_time(view: GraphView, probe: FactProbe, query: NodeRec, answerin
     served = _served_versions(view, window, answering.op_id)
     context = answering.context
     if context is not None:
-        units = [view.nodes[e.source] for e in view.op_edges.get(answering.op_id or "", [])
-                 if e.target == context.full_node_id and e.source in view.nodes
-                 and is_memory_unit(view.nodes[e.source])]
+        units = context_units(view, answering.op_id, context)
         if units:
             context_has = any(contain.check(v)[0] for u in units for v in served.get(u.full_node_id, [u]))
             by_identity = True
