@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import signal
 import tempfile
 import time
 import urllib.request
@@ -100,7 +101,8 @@ class StreamlitServer:
                "--server.address", "127.0.0.1", "--server.port", str(self.port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--", *self.app_args]
         self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -120,15 +122,66 @@ class StreamlitServer:
             self._log.close()
 
 
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    """Terminate a child process that still runs (killed when it does not stop within 10 s)."""
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (zombies, which write nothing, do not count)."""
+    proc_root = Path("/proc")
+    if proc_root.is_dir():
+        for stat in proc_root.glob("[0-9]*/stat"):
+            try:
+                # "pid (comm) state ppid pgrp ...": comm may hold spaces, so split after its ")"
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop(proc: subprocess.Popen[bytes] | None, *, grace: float = 10.0) -> None:
+    """Stop a child started with ``start_new_session=True`` and every process it spawned.
+
+    Chromium forks helpers (zygote, renderers, crashpad) that outlive its main process for a
+    moment and keep writing into the profile; the whole process group gets SIGTERM, then SIGKILL
+    after ``grace`` seconds, and this returns only once none of them is left.
+    """
+    if proc is None:
+        return
+    pgid = proc.pid  # a new session makes the child the leader of its own group
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _group_alive(pgid):
+            break
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if proc.poll() is None:
+                try:
+                    proc.wait(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    continue
+            if not _group_alive(pgid):
+                break
+            time.sleep(0.05)
+    if proc.poll() is None:
+        proc.wait(timeout=grace)
+
+
+def _remove_tree(path: str, attempts: int = 5) -> None:
+    """Remove a scratch folder; a file appearing during removal is retried, never an error."""
+    for _ in range(attempts):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            return
+        time.sleep(0.2)
 
 
 class Chromium:
@@ -142,14 +195,15 @@ class Chromium:
         self.width, self.height = width, height
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
-        self._profile: tempfile.TemporaryDirectory[str] | None = None
+        self._profile: str | None = None
 
     def __enter__(self) -> Chromium:
-        self._profile = tempfile.TemporaryDirectory(prefix="memtrace-chromium-")
-        cmd = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile.name}",
+        self._profile = tempfile.mkdtemp(prefix="memtrace-chromium-")
+        cmd = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile}",
                f"--window-size={self.width},{self.height}", f"--remote-debugging-port={self.port}",
                "--remote-debugging-address=127.0.0.1", "about:blank"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -165,7 +219,8 @@ class Chromium:
     def __exit__(self, *exc: object) -> None:
         _stop(self.proc)
         if self._profile is not None:
-            self._profile.cleanup()
+            _remove_tree(self._profile)
+            self._profile = None
 
     def page_ws_url(self) -> str:
         """The websocket URL of the first page target."""
