@@ -15,10 +15,10 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
-import signal
 import tempfile
 import time
 import urllib.request
