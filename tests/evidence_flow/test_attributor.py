@@ -647,3 +647,32 @@ def test_a_speakers_own_words_state_a_who_answer_that_names_them(toy, case_facto
     for given in ([msg], [msg, other]):
         result = _attr(toy, case, given, evidence_is_pseudo=True)
         assert _verdict(result) == ("ExtractionError", extract), result["reason"]
+
+
+def test_a_message_that_tells_beats_one_that_asks_with_the_same_words(toy, case_factory):
+    """"Are you buying a car now?" shares the question's words with "I bought a used car"; only the
+    second says anything, so the flow starts there and blames the extraction that turned it round."""
+    ask, _, _ = _mem0_turn(toy, "U1:D1:1", "Yes!! I told you. Are you buying a car now?", [], name="Nora")
+    _mem0_turn(toy, "U1:D1:2", "I sold my old scooter and I'm saving for a car.", ["Omar is saving for a car"],
+               name="Omar")
+    tell, tell_op, facts = _mem0_turn(toy, "U1:D1:3", "Smart. I bought a used car last week.",
+                                      ["Nora sold a used car last week"], name="Nora")
+    _, unit = _add_unit(toy, facts, "1", "Nora sold a used car last week")
+    ids = toy.ask("q1", "Did Nora buy a car?", [unit])
+    case = case_factory(ids["query"], "Yes", [tell], question="Did Nora buy a car?")
+    result = _attr(toy, case, [ask, tell], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [tell]
+    assert _verdict(result) == ("ExtractionError", tell_op), result["reason"]
+
+
+def test_the_person_a_message_is_said_to_is_not_what_it_is_about(toy, case_factory):
+    told_to, _, _ = _mem0_turn(toy, "U1:D1:1", "Jonas, I have news: Greenfield hired me as a data analyst!",
+                               ["Priya was hired by Greenfield"], name="Priya")
+    own, own_op, facts = _mem0_turn(toy, "U1:D1:2", "Congratulations! Greenfield rejected me in March.",
+                                    ["Greenfield hired Jonas in March"], name="Jonas")
+    _, unit = _add_unit(toy, facts, "1", "Greenfield hired Jonas in March")
+    ids = toy.ask("q1", "Did Greenfield hire Jonas?", [unit])
+    case = case_factory(ids["query"], "No", [own], question="Did Greenfield hire Jonas?")
+    result = _attr(toy, case, [told_to, own], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [own]
+    assert _verdict(result) == ("ExtractionError", own_op), result["reason"]

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from ._text import token_sequence
 
-__all__ = ["rebinds_answer"]
+__all__ = ["chunks", "rebinds_answer"]
 
 #: Content words that may stand between a question word and the answer it is bound to.
 _REACH = 2
@@ -32,7 +32,7 @@ _PIECE = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[^\s0-9A-Za-z\u00c0-\u024f'’]"
 
 
 @lru_cache(maxsize=8192)
-def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
+def chunks(text: str) -> tuple[tuple[str, ...], ...]:
     """The chunks of ``text``: each a tuple of its normalised content tokens, in order."""
     out: list[tuple[str, ...]] = []
     current: list[str] = []
@@ -86,7 +86,7 @@ def rebinds_answer(fact: str, text: str, *, answer: frozenset[str], question: fr
     """
     if not answer or not question:
         return False
-    fact_chunks, text_chunks = _chunks(fact), _chunks(text)
+    fact_chunks, text_chunks = chunks(fact), chunks(text)
     # a question word the fact says twice ("accepted the offer ... declined the offer") binds nothing
     repeated = {t for t in question if sum(t in chunk for chunk in fact_chunks) > 1}
     anchors = _bound(fact_chunks, question - repeated, answer)

@@ -32,9 +32,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._facts import Statement, merge_statements, speaks_in_first_person, statements
+from ._facts import Statement, merge_statements, speaks_in_first_person, statements, without_address
 from ._graph_view import GraphView, NodeRec, is_message, message_speaker
-from ._text import content_tokens, message_text, token_recall
+from ._text import content_tokens, message_text, stem, token_recall
 
 __all__ = ["EvidenceChoice", "answer_statements", "choose_evidence"]
 
@@ -43,6 +43,7 @@ _CLOSE_SECOND = 0.9
 _RETRIEVED_BONUS = 0.05
 _OWN_WORDS_BONUS = 0.02
 _PHRASE_WEIGHT = 0.1
+_ASKED_WEIGHT = 0.9
 #: Question match a searched message needs to seed the flow when nothing was given (else no evidence).
 _MIN_SEARCHED_SCORE = 0.4
 
@@ -81,9 +82,10 @@ def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], th
     if not answer:
         return []
     speaker = message_speaker(node)
-    if speaker and speaker in answer and answer <= view.speakers:
+    who = stem(speaker) if speaker else None
+    if who and who in answer and answer <= view.speakers:
         # "Who sorts donations?" - "Elena": her own "I sort donations" states it
-        own = [dataclasses.replace(s, tokens=s.tokens | {speaker}) for s in node_statements(view, node)
+        own = [dataclasses.replace(s, tokens=s.tokens | {who}) for s in node_statements(view, node)
                if speaks_in_first_person(s.text)]
         if own:
             return own
@@ -104,15 +106,25 @@ def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) ->
     if not question:
         return 0.0
     n = max(len(view.messages), 1)
-    tokens = content_tokens(message_text(node.value))
-    speaker = message_speaker(node)
-    if speaker:
-        tokens = tokens | {speaker}
     weight = {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(question)}
     total = math.fsum(weight.values())
-    score = math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
+    speaker = message_speaker(node)
+    own = {stem(speaker)} if speaker else set()
+
+    def share(text: str) -> float:
+        # the name of the one it is said to is not what it is about ("Jonas, I have news: ...")
+        tokens = content_tokens(without_address(text, view.speakers)) | own
+        return math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
+
+    statements_ = node_statements(view, node)
+    told = " ".join(s.text for s in statements_ if not _asks(s.text))
+    whole = message_text(node.value)
+    # a sentence that asks ("Are you buying a car now?") is weaker evidence than one that tells
+    # with the same words, yet it still points at its reply (see _reply_if_asked)
+    score = share(whole) if told == " ".join(s.text for s in statements_) else max(share(told),
+                                                                                  _ASKED_WEIGHT * share(whole))
     # a question about someone is best answered by what that person said
-    return score + (_OWN_WORDS_BONUS if speaker and speaker in question else 0.0)
+    return score + (_OWN_WORDS_BONUS if speaker and stem(speaker) in question else 0.0)
 
 
 def _words(text: str) -> set[str]:
@@ -216,6 +228,10 @@ def choose_evidence(
                           notes=notes, unresolved=unresolved)
 
 
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip().rstrip("\"'”)").endswith("?")
+
+
 def _is_question(view: GraphView, node: NodeRec) -> bool:
     """Every sentence of the message that says something asks it ("Wow! Did you go?"); a message
     that tells something and then asks back ("I went yesterday. What about you?") is no question."""
@@ -258,6 +274,7 @@ def _closest(facts: list[Statement], question: frozenset[str]) -> list[Statement
     """Evidence mode: the statements that share the most with the question (all when none does)."""
     if not facts:
         return []
+    facts = [f for f in facts if not _asks(f.text)] or facts  # a question states nothing
     best = max(len(f.tokens & question) for f in facts)
     if best == 0:
         return facts

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ._text import content_tokens, text_lines
+from ._text import content_tokens, stem, text_lines
 
 __all__ = [
     "ANCHOR_KINDS",
@@ -41,16 +41,18 @@ __all__ = [
     "segments",
     "speaks_in_first_person",
     "statements",
+    "without_address",
 ]
 
-_MONTHS = frozenset(
+# Compared with content tokens, so stemmed as they are ("june" is "jun", "minute" "minut").
+_MONTHS = frozenset(map(stem, (
     "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-_SEASONS = frozenset("spring summer fall autumn winter".split())
-_RELATIVE = frozenset("yesterday today tomorrow tonight recently ago earlier later soon last next".split())
-_UNITS = frozenset("day week weekend month year decade hour minute morning evening night".split())
+    "jan feb mar apr jun jul aug sep sept oct nov dec").split()))
+_WEEKDAYS = frozenset(map(stem, "monday tuesday wednesday thursday friday saturday sunday".split()))
+_SEASONS = frozenset(map(stem, "spring summer fall autumn winter".split()))
+_RELATIVE = frozenset(map(stem, "yesterday today tomorrow tonight recently ago earlier later soon last next".split()))
+# "evening" would stem to "even", an adverb
+_UNITS = frozenset(map(stem, "day week weekend month year decade hour minute morning night".split()))
 #: Anchor kinds, in the order they are reported.
 ANCHOR_KINDS = ("number", "month", "weekday", "season", "relative", "unit")
 
@@ -166,7 +168,7 @@ def _address_of(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?i)(^\s*|[,;:!?.]\s*|\b{_ADDRESS_OPENERS}\s+){re.escape(name)}(?=\s*[,:!?.]|\s*$)")
 
 
-def _without_address(text: str, names: frozenset[str]) -> str:
+def without_address(text: str, names: frozenset[str]) -> str:
     """``text`` without the names it addresses ("Bad news, Ines: ...", "Thanks, Ines!", "Ines, guess
     what"): the one spoken to is not the one the clause is about."""
     lowered = text.lower()
@@ -181,7 +183,7 @@ def agent_of(statement: Statement, names: frozenset[str], focus: frozenset[str])
     so a name that is the answer does not count), else its speaker when it speaks in the first
     person; None when it does not say. "John donated his old car to the shelter Maria volunteers
     at" is about John, "I donated my old car" about its speaker."""
-    body = _without_address(_ATTRIBUTION_LEAD.sub("", statement.text, count=1), names)
+    body = without_address(_ATTRIBUTION_LEAD.sub("", statement.text, count=1), names)
     for raw in _WORD.findall(focus_clause(body, focus)):
         word = raw.lower().replace("’", "'")
         bare = word[:-2] if word.endswith("'s") else word

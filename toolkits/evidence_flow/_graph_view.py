@@ -217,12 +217,16 @@ class GraphView:
 
     @cached_property
     def speakers(self) -> frozenset[str]:
-        """Lower-case first names of everyone who speaks in the conversation."""
+        """Lower-case first names of everyone who speaks in the conversation, each also as its
+        content token ("caroline" and "carolin", "jonas" and "jona"), so that one set serves both
+        word and token comparisons."""
+        from ._text import stem
+
         names = set()
         for node in self.messages:
             name = message_speaker(node)
             if name:
-                names.add(name)
+                names.update((name, stem(name)))
         return frozenset(names)
 
     @cached_property

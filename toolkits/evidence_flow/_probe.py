@@ -45,7 +45,8 @@ from ._facts import (
     segments,
     subject_of,
 )
-from ._text import Embedder, cosine, token_recall, token_sequence
+from ._meaning import opposite_word, swapped_pair
+from ._text import Embedder, cosine, stem, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
 
@@ -156,6 +157,7 @@ class FactProbe:
             rivals: statements of other messages that hold the golden answer too.
             proper_names: the conversation's names (people, pets, places), lower case.
         """
+        names = names | frozenset(map(stem, names))  # compared with words and with tokens alike
         n = max(documents, 1)
         weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
         default_weight = math.log((n + 1) / 0.5)
@@ -252,8 +254,10 @@ class FactProbe:
         the fact's speaker; polarity and the replaced anchors or names are read in the sentence of
         each that holds the most of the answer, so a negation elsewhere in a run does not count.
         """
-        fact_ref = _conflict_reference(fact, self.answer_tokens)
-        seg_ref = _conflict_reference(segment, self.answer_tokens)
+        # a yes/no answer has no words: the sentence that speaks of the question's own words then
+        ref_focus = self.answer_tokens or self.question_tokens - self.names
+        fact_ref = _conflict_reference(fact, ref_focus)
+        seg_ref = _conflict_reference(segment, ref_focus)
         if segment.persons and fact.persons and not segment.persons & fact.persons:
             return "person"
         # said by someone else, who does not even name the fact's speaker ("Melanie: ... Sweden")
@@ -301,6 +305,13 @@ class FactProbe:
         extra_proper = seg_ref.proper - self.evidence_tokens - self.names
         if missing_proper and extra_proper:
             return "proper noun"
+        asked = self.question_tokens - self.names
+        if fact_ref.negated == seg_ref.negated and opposite_word(fact_ref.text, seg_ref.text,
+                                                                 asked | self.answer_tokens):
+            return "opposite"
+        if swapped_pair(fact_ref.text, seg_ref.text, keys=self.question_tokens | self.answer_tokens,
+                        fact_speaker=fact_ref.speaker, text_speaker=seg_ref.speaker, proper=self.proper_names):
+            return "swapped"
         # every word kept, the answer moved: "keep hot yoga but stop swimming" for "keep swimming but
         # stop hot yoga" when the question asks what to stop
         if self.mode == "answer":

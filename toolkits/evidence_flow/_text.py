@@ -24,6 +24,7 @@ __all__ = [
     "cosine",
     "decode_value",
     "memory_text",
+    "stem",
     "message_text",
     "text_lines",
     "token_recall",
@@ -54,6 +55,7 @@ _STOP_WORDS = frozenset(
 )
 
 _TOKEN_RE = re.compile(r"[0-9a-z]+")
+_SPEAKER_KEYS = ("speaker_name", "name", "speaker", "sender", "user_name")
 _MEM0_SUFFIX = "\nBelow is this message's metadata:"
 # Fields of a memory-unit JSON value that are bookkeeping, not memory content: raw copies of
 # the source messages (original data, a foresight's quoted evidence) would make every unit
@@ -110,22 +112,38 @@ _IRREGULAR = {
 
 
 @lru_cache(maxsize=65536)  # a conversation reuses a few thousand words across many texts
-def _stem(token: str) -> str:
-    # A deliberately light stemmer, applied to both sides alike: plural and -ing/-ed forms
-    # ("agencies"/"agency", "painted"/"painting"/"paint") and common irregular past forms
-    # ("bought"/"buy") meet, short words are left alone.
+def stem(token: str) -> str:
+    """A deliberately light stemmer, applied to both sides of every comparison alike.
+
+    Plural, -ing and -ed forms meet ("agencies"/"agency", "painted"/"painting"/"paint"), a doubled
+    final consonant is undone ("skipped"/"skip", "planning"/"plan"), a final silent "e" goes on
+    every form ("invited"/"invite"/"invites" all "invit"), and common irregular past forms meet
+    their verb ("bought"/"buy"). Short words are left alone.
+    """
     if token in _NUMBER_WORDS:
         return _NUMBER_WORDS[token]
     if token in _IRREGULAR:
-        return _IRREGULAR[token]
+        return stem(_IRREGULAR[token])  # "gave" is "give", and "give" is "giv"
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
     if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
         token = token[:-1]
     if len(token) > 5 and token.endswith("ing"):
-        return token[:-3]
+        return _undouble(token[:-3])
     if len(token) > 4 and token.endswith("ed") and not token.endswith("eed"):
-        return token[:-2]
+        return _undouble(token[:-2])
+    if len(token) > 3 and token.endswith("e") and not token.endswith(("ee", "ie", "ye")):
+        return token[:-1]
+    return token
+
+
+# "skipp" (skipped) is "skip"; "ll", "ss", "zz", "ff" and "dd" ends are kept ("called", "passed", "added").
+_UNDOUBLE = frozenset("bgmnprt")
+
+
+def _undouble(token: str) -> str:
+    if len(token) > 2 and token[-1] == token[-2] and token[-1] in _UNDOUBLE:
+        return token[:-1]
     return token
 
 
@@ -145,7 +163,7 @@ def content_tokens(text: str) -> frozenset[str]:
 
 def token_sequence(text: str) -> list[str]:
     """The normalised content tokens of ``text`` in order (see :func:`content_tokens`)."""
-    return [(raw.lstrip("0") or "0") if raw.isdigit() else _stem(raw)
+    return [(raw.lstrip("0") or "0") if raw.isdigit() else stem(raw)
             for raw in _TOKEN_RE.findall(text.lower()) if raw not in _STOP_WORDS]
 
 
@@ -191,6 +209,11 @@ def _flatten(value: Any, *, skip_keys: frozenset[str]) -> list[str]:
         return [str(value)]
     if isinstance(value, dict):
         parts: list[str] = []
+        who = next((value[k] for k in _SPEAKER_KEYS if isinstance(value.get(k), str) and value[k].strip()), None)
+        if who is not None and isinstance(value.get("content"), str) and "content" not in skip_keys:
+            # a message in a buffer or memcell: its words stay with who said them ("Nora: I liked ...")
+            parts.extend(f"{who.strip()}: {line}" for line in text_lines(value["content"]) if line.strip())
+            skip_keys = skip_keys | {"content", *_SPEAKER_KEYS}
         for key, item in value.items():
             if str(key) in skip_keys:
                 continue

@@ -1,0 +1,224 @@
+"""Meaning changes that keep the words: an opposite in a word's place, two words trading places.
+
+A memory that copies a sentence but writes "hired" for "rejected", "sold" for "bought", or "Karl
+beat Priya" for "Priya beat Karl" keeps nearly every content word, so word overlap calls it the
+same fact. Two checks catch such changes without a model; both look only at clauses that speak of
+the question (its words or the answer), so a distortion elsewhere in a long sentence does not
+count against the fact:
+
+* **opposite** — a clause of the text stands where a clause of the fact stands (they share most of
+  their other words) and holds the opposite of one of its words: a small lexicon of opposite
+  verbs and adjectives, plus "dis-"/"un-" forms ("liked"/"disliked"). A text whose polarity
+  differs from the fact's (a negation) is left to the negation check: "didn't accept" for
+  "declined" is the same fact.
+* **swap** — two words of the fact that name something (numbers, names of the conversation,
+  things after a determiner), one of them the answer or a question word, trade places around a
+  word that stands between them in both ("invited 12 guests, but only 8
+  confirmed" → "invited 8 ..., but only 12 ..."; "I liked the ramen more than the takoyaki").
+  First-person words count as their speaker, so "I taught Ana to surf" said by Mia and "Ana
+  taught me to surf" trade Mia and Ana. A coordinating word ("but", "and") is no such pivot:
+  clauses told in the other order are the same facts. A passive ("was taught by") turns roles
+  round without changing them and is left alone. Verbs turned round their object ("loved the
+  kimono she rented" / "rented a kimono and loved it") name nothing and are a paraphrase.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ._binding import chunks
+from ._text import content_tokens, stem
+
+__all__ = ["opposite_word", "swapped_pair"]
+
+# Each line: words on one side, "/", their opposites. Stemmed at import, so every form meets.
+_OPPOSITE_LINES = """
+buy purchase / sell
+win beat / lose
+accept / decline reject refuse
+hire employ admit / reject fire dismiss
+love like enjoy adore / hate dislike detest
+start begin join / quit stop leave abandon
+pass succeed / fail
+open / close
+agree / disagree
+remember / forget
+arrive / depart
+include / exclude
+increase raise / decrease reduce
+approve / deny reject
+allow permit / forbid ban
+attend / skip miss
+book / cancel
+marry / divorce
+find / lose
+keep / sell
+easy / hard difficult
+cheap / expensive
+early / late
+good / bad
+better / worse
+best / worst
+big large / small
+true / false
+happy / sad unhappy
+"""
+_PREFIXES = ("dis", "un")
+_COORDINATORS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet", "so"})
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
+_WORD = re.compile(r"[0-9a-z]+")
+_PART_BREAK = re.compile(r"[:;—]")
+# A share of a clause's other words the text's clause must keep to stand in its place.
+_ALIGNED = 0.5
+
+
+def _opposites() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for line in _OPPOSITE_LINES.strip().splitlines():
+        left, right = (frozenset(stem(w) for w in side.split()) for side in line.split("/"))
+        for word in left:
+            table.setdefault(word, set()).update(right)
+        for word in right:
+            table.setdefault(word, set()).update(left)
+    return {word: frozenset(others) for word, others in table.items()}
+
+
+_OPPOSITES = _opposites()
+
+
+def _are_opposites(a: str, b: str) -> bool:
+    if b in _OPPOSITES.get(a, ()):
+        return True
+    return any(a == p + b or b == p + a for p in _PREFIXES)
+
+
+def opposite_word(fact: str, text: str, focus: frozenset[str]) -> tuple[str, str] | None:
+    """The ``(fact word, text word)`` pair when a clause of ``text`` puts an opposite in the place of
+    a word of the fact's clause about ``focus`` (the answer and question tokens); else None."""
+    if not focus:
+        return None
+    fact_chunks = [set(c) for c in chunks(fact)]
+    text_chunks = [set(c) for c in chunks(text) if set(c) & focus]
+    for fact_chunk in fact_chunks:
+        for text_chunk in text_chunks:
+            # clauses that stand in each other's place: each shares the most of its words with the other
+            if not _best_match(fact_chunk, text_chunk, text_chunks) or not _best_match(text_chunk, fact_chunk,
+                                                                                        fact_chunks):
+                continue
+            lost, new = fact_chunk - text_chunk, text_chunk - fact_chunk
+            pairs = [(a, b) for a in sorted(lost) for b in sorted(new) if _are_opposites(a, b)]
+            if not pairs:
+                continue
+            a, b = pairs[0]
+            rest = fact_chunk - {a}
+            if rest and len(rest & text_chunk) >= _ALIGNED * len(rest):
+                return a, b
+    return None
+
+
+def _best_match(chunk: set[str], other: set[str], candidates: list[set[str]]) -> bool:
+    """``other`` shares at least as many of ``chunk``'s words as any of ``candidates`` does."""
+    shared = len(chunk & other)
+    return shared > 0 and all(len(chunk & c) <= shared for c in candidates)
+
+
+_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "his", "her", "our", "their", "this", "that"})
+
+
+@lru_cache(maxsize=8192)
+def _sequence(text: str, speaker: str | None, proper: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """Every word of ``text`` in order as ``(word, kind)``: stop words kept as they are, content
+    words stemmed, first-person words replaced by the speaker's name. ``kind`` says what may trade
+    places with what: ``number``, ``name`` (a name of ``proper``, or the speaker), ``thing`` (after
+    a determiner: "the ramen", "the drums"), else empty."""
+    who = stem(speaker) if speaker else None
+    out: list[tuple[str, str]] = []
+    previous = ""
+    for raw in _WORD.findall(text.lower().replace("’", "'")):
+        if raw in _FIRST_PERSON and who:
+            out.append((who, "name"))
+        elif not content_tokens(raw):
+            out.append((raw, ""))
+        else:
+            kind = ("number" if raw.isdigit() else "name" if raw in proper else
+                    "thing" if previous in _DETERMINERS else "")
+            out.append((stem(raw), kind))
+        previous = raw
+    return tuple(out)
+
+
+def _once(sequence: tuple[tuple[str, str], ...]) -> dict[str, tuple[int, str]]:
+    seen: dict[str, tuple[int, str]] = {}
+    twice: set[str] = set()
+    for i, (word, kind) in enumerate(sequence):
+        if word in seen:
+            twice.add(word)
+        seen[word] = (i, kind)
+    return {w: at for w, at in seen.items() if w not in twice}
+
+
+def swapped_pair(fact: str, text: str, *, keys: frozenset[str], fact_speaker: str | None = None,
+                 text_speaker: str | None = None, proper: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """Two words of ``fact`` that name something (numbers, names, things) and trade places in ``text``
+    around a word between them in both, at least one of them in ``keys``; None when there are none.
+
+    Args:
+        fact: the evidence sentence.
+        text: a sentence that may restate it.
+        keys: stemmed tokens one of the pair must be (the answer, the question's words, names).
+        fact_speaker: who says ``fact`` ("I" is that person).
+        text_speaker: who says ``text``.
+        proper: the conversation's names (people, places), lower case.
+    """
+    for fact_part in _parts(fact):
+        for text_part in _parts(text):
+            found = _swap(fact_part, text_part, keys, fact_speaker, text_speaker, proper)
+            if found:
+                return found
+    return None
+
+
+def _parts(text: str) -> list[str]:
+    """The text, then its parts between colons and semicolons ("She paid me back: Ana taught me"
+    names "me" twice; "Speaker Mia (role: user) says: ..." names Mia once more)."""
+    parts = [p for p in _PART_BREAK.split(text) if p.strip()]
+    return [text, *parts] if len(parts) > 1 else [text]
+
+
+def _swap(fact: str, text: str, keys: frozenset[str], fact_speaker: str | None, text_speaker: str | None,
+          proper: frozenset[str]) -> tuple[str, str] | None:
+    f_seq = _sequence(fact, fact_speaker, proper)
+    f_at = _once(f_seq)
+    t_seq = _sequence(text, text_speaker, proper)
+    t_at = _once(t_seq)
+    shared = [w for w in f_at if w in t_at]
+    # verbs turned round an object ("loved the kimono she rented" / "rented a kimono and loved it")
+    # are a paraphrase: only words that name something trade roles
+    typed = [w for w in shared if f_at[w][1]]  # as the fact has it: a memory drops articles
+    for x in typed:
+        if x not in keys:
+            continue
+        # a partner that is itself an answer or question word first ("Mia" for "Ana")
+        for y in sorted(typed, key=lambda w: w not in keys):
+            if y == x:
+                continue
+            if (f_at[x][0] < f_at[y][0]) == (t_at[x][0] < t_at[y][0]):
+                continue  # the pair keeps its order
+            for v in shared:
+                if v in (x, y) or v in _COORDINATORS:
+                    continue
+                if _between(f_at, x, v, y) and _between(t_at, x, v, y) \
+                        and not _passive(t_seq, t_at, v, x, y) and not _passive(f_seq, f_at, v, x, y):
+                    return x, y
+    return None
+
+
+def _between(at: dict[str, tuple[int, str]], x: str, v: str, y: str) -> bool:
+    return min(at[x][0], at[y][0]) < at[v][0] < max(at[x][0], at[y][0])
+
+
+def _passive(sequence: tuple[tuple[str, str], ...], at: dict[str, tuple[int, str]], v: str, x: str, y: str) -> bool:
+    """"by" stands between the pivot and the later word of the pair ("Mia was taught by Ana")."""
+    end = max(at[x][0], at[y][0])
+    return any(word == "by" for word, _ in sequence[at[v][0] + 1:end])
