@@ -676,3 +676,45 @@ def test_the_person_a_message_is_said_to_is_not_what_it_is_about(toy, case_facto
     result = _attr(toy, case, [told_to, own], evidence_is_pseudo=True)
     assert result["evidence"]["seeds"] == [own]
     assert _verdict(result) == ("ExtractionError", own_op), result["reason"]
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_comparison_follows_the_second_message_and_blames_where_it_was_lost(toy, case_factory, kept):
+    """"How much more does Marcus charge than Ines?" needs both prices. The message closest to the
+    question (Ines's) reached the memory intact; Marcus's price was lost at his extraction. With
+    his price kept, both reach the context and the answer step is at fault."""
+    ines, _, ines_facts = _mem0_turn(toy, "U1:D1:1", "I charge 7 euros a jar of honey at the Saturday market.",
+                                     ["Ines charges 7 euros a jar of honey at the Saturday market"], name="Ines")
+    # a question holds no price, however many of the question's words it shares
+    asks, _, _ = _mem0_turn(toy, "U1:D1:0", "Do you think I charge too much for a jar of honey?", [], name="Marcus")
+    marcus_fact = "Marcus sells at the farm shop" + (" for 9 euros a jar" if kept else "")
+    marcus, marcus_op, marcus_facts = _mem0_turn(toy, "U1:D1:2", "I sell at the farm shop for 9 euros a jar.",
+                                                 [marcus_fact], name="Marcus")
+    _, ines_unit = _add_unit(toy, ines_facts, "1", "Ines charges 7 euros a jar of honey at the Saturday market")
+    _, marcus_unit = _add_unit(toy, marcus_facts, "2", marcus_fact)
+    question = "How much more does Marcus charge for a jar of honey than Ines?"
+    ids = toy.ask("q1", question, [ines_unit, marcus_unit])
+    case = case_factory(ids["query"], "2 euros", [ines, marcus], question=question)
+    result = _attr(toy, case, [ines, asks, marcus], evidence_is_pseudo=True)
+    if kept:
+        assert _verdict(result) == ("ResponseError", ids["qa"]), result["reason"]
+    else:
+        assert _verdict(result) == ("ExtractionError", marcus_op), result["reason"]
+        assert "two messages" in result["reason"]
+
+
+def test_the_second_message_must_name_the_one_the_first_leaves_out(toy):
+    """Omar's words add more of the question than Marcus's, but only Marcus's message is about
+    the one the first message leaves out."""
+    from toolkits.evidence_flow._attributor import _view_for
+    from toolkits.evidence_flow._hops import second_hop
+    from toolkits.evidence_flow._text import content_tokens
+
+    ines = toy.message("U1:D1:1", "My jars go for 7 euros at the Saturday market.", "Ines")
+    omar = toy.message("U1:D1:2", "I charge so much for honey, more than anyone.", "Omar")
+    marcus = toy.message("U1:D1:3", "I sell at the farm shop for 9 euros a jar.", "Marcus")
+    view = _view_for(toy.export())
+    first, *candidates = (view.resolve(m) for m in (ines, omar, marcus))
+    question = content_tokens("How much more does Marcus charge for a jar of honey than Ines?")
+    assert second_hop(view, [first], candidates, question).full_node_id == marcus
+    assert second_hop(view, [first], candidates[:1], question) is None  # Omar alone names no one missing

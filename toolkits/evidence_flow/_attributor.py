@@ -25,6 +25,7 @@ Deterministic, no model calls; one graph index is built per graph and reused by 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ from typing import Any
 from smartcomment.schema.base import gc_paused
 
 from ._evidence import EvidenceChoice, choose_evidence
+from ._evidence import resolve_given as _resolve_given
 from ._flow import StoreState, follow_construction, node_text
 from ._graph_view import GraphView, NodeRec
+from ._hops import second_hop
 from ._parts import answer_parts, one_message_states_all
 from ._probe import FactProbe
 from ._query_time import context_units, find_answering, judge_query_time
@@ -205,6 +208,13 @@ def attribute_case_evidence_flow(
     if len(parts) > 1 and not one_message_states_all(view, flow.choice.seeds, parts, answer_threshold):
         flow = _decisive_part(view, flow, [_follow(view, case, query, question, part, settings, part=part)
                                            for part in parts])
+    elif flow.choice.mode == "evidence" and settings.evidence_ids:
+        given, _ = _resolve_given(view, settings.evidence_ids)
+        hop = second_hop(view, flow.choice.seeds, given, content_tokens(question))
+        if hop is not None:
+            second = _follow(view, case, query, question, golden,
+                             dataclasses.replace(settings, evidence_ids=[hop.full_node_id]), hop=hop.full_node_id)
+            flow = _decisive_hop(view, flow, second)
     return _finish(flow, min_confidence)
 
 
@@ -232,17 +242,19 @@ class _Flow:
 
 
 def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: str, settings: _Settings, *,
-            part: str | None = None) -> _Flow:
+            part: str | None = None, hop: str | None = None) -> _Flow:
     """Steps 1–4 of the module docstring for one piece of critical information."""
     trail = Trail(view)
     if part is not None:
         trail.add("evidence", note=f"answer part {part!r}, followed on its own")
+    if hop is not None:
+        trail.add("evidence", node_id=hop, note="second message of the question, followed on its own")
     answer = content_tokens(golden)
     choice = choose_evidence(view, query=query, question=question, answer=answer, evidence_ids=settings.evidence_ids,
                              pseudo=settings.pseudo, answer_threshold=settings.answer_threshold, golden=golden)
     for missing in choice.unresolved:
         trail.add("evidence", node_id=missing, note="not in the graph")
-    flow = _Flow(choice=choice, trail=trail, golden=golden, part=part)
+    flow = _Flow(choice=choice, trail=trail, golden=golden, part=part if hop is None else hop)
     if not choice.seeds:
         return flow
     probe = FactProbe.build(
@@ -271,20 +283,47 @@ def _shown_loss(view: GraphView, probe: FactProbe, qa_op: str | None, context: N
     return rendered_loss(view, probe, context, node_text(context), holders) if holders else None
 
 
+def _decisive_hop(view: GraphView, first: _Flow, second: _Flow) -> _Flow:
+    """Of two messages that answer the question together, the one lost at the earlier op decides;
+    when both reached the context, the first flow's verdict stands."""
+    lost = _earliest_loss(view, [first, second])
+    if lost is None or lost is first:
+        if second.verdict is not None:
+            first.trail.steps.extend(second.trail.steps)
+        return first
+    error_type, op_id, reason, clarity = lost.verdict
+    reason = (f"The question needs two messages; {second.part} holds what the first leaves out and decides. "
+              f"{reason}")
+    trail = Trail(view)
+    trail.steps.extend(second.trail.steps)
+    trail.steps.extend(first.trail.steps)
+    # the second message is a weaker match to the question than the first: no surer than it
+    choice = dataclasses.replace(second.choice, confidence=min(second.choice.confidence, first.choice.confidence))
+    return _Flow(choice=choice, trail=trail, verdict=(error_type, op_id, reason, clarity), golden=second.golden)
+
+
+def _earliest_loss(view: GraphView, flows: list[_Flow]) -> _Flow | None:
+    """The flow whose information was lost before the answer step, at the earliest op (None when
+    every followed piece reached the context)."""
+    lost = [f for f in flows if f.verdict is not None and f.verdict[0] != "ResponseError" and f.verdict[1] is not None]
+    if not lost:
+        return None
+
+    def when(flow: _Flow) -> tuple[str, int]:
+        op = view.ops.get(flow.verdict[1] or "")
+        return (op.created_at if op else "", flows.index(flow))
+
+    return min(lost, key=when)
+
+
 def _decisive_part(view: GraphView, whole: _Flow, parts: list[_Flow]) -> _Flow:
     """The part lost at the earliest op decides; when every part reached the context, the answer
     step is at fault (the whole answer's flow says so when it agrees)."""
     followed = [f for f in parts if f.verdict is not None]
-    lost = [f for f in followed if f.verdict[0] != "ResponseError" and f.verdict[1] is not None]
-    if lost:
-        def when(flow: _Flow) -> tuple[str, int]:
-            op = view.ops.get(flow.verdict[1] or "")
-            return (op.created_at if op else "", parts.index(flow))
-
-        decisive = min(lost, key=when)
-    elif not followed or (whole.verdict is not None and whole.verdict[0] == "ResponseError"):
-        return whole
-    else:
+    decisive = _earliest_loss(view, parts)
+    if decisive is None:
+        if not followed or (whole.verdict is not None and whole.verdict[0] == "ResponseError"):
+            return whole
         decisive = followed[0]
     others = [f.part for f in parts if f is not decisive]
     error_type, op_id, reason, clarity = decisive.verdict

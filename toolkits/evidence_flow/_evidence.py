@@ -168,7 +168,7 @@ def choose_evidence(
     question_tokens = content_tokens(question)
     stating_all = [m for m in before if answer_statements(view, m, answer, answer_threshold)]
     spread = len(stating_all)
-    given, unresolved = _resolve(view, evidence_ids or [])
+    given, unresolved = resolve_given(view, evidence_ids or [])
     notes: list[str] = []
 
     if evidence_ids is not None and not pseudo and given:
@@ -202,8 +202,7 @@ def choose_evidence(
                               unresolved, restate_from=stating_all)
     if given:
         ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
-        score, seed = ranked[0]
-        seed = _reply_if_asked(view, seed, query, notes)
+        score, seed = _telling(view, ranked, query, notes)
         facts = node_statements(view, seed)
         notes.append("no message states the golden answer: following the retrieved message closest to the question")
         # a retrieved message that shares little with the question is a weak seed
@@ -226,6 +225,20 @@ def choose_evidence(
                                   unresolved=unresolved)
     return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
                           notes=notes, unresolved=unresolved)
+
+
+def _telling(view: GraphView, ranked: list[tuple[float, NodeRec]], query: NodeRec,
+             notes: list[str]) -> tuple[float, NodeRec]:
+    """The best-ranked message that tells something: a message that only asks is replaced by its
+    reply, or passed over when it has none (the first one when every message only asks)."""
+    for score, candidate in ranked:
+        found: list[str] = []
+        seed = _reply_if_asked(view, candidate, query, found)
+        if not _is_question(view, seed):
+            notes.extend(found)
+            return score, seed
+    score, first = ranked[0]
+    return score, _reply_if_asked(view, first, query, notes)
 
 
 def _asks(sentence: str) -> bool:
@@ -258,7 +271,9 @@ def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[
     return seed
 
 
-def _resolve(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], list[str]]:
+def resolve_given(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], list[str]]:
+    """The given evidence ids as message nodes (other nodes only when none is a message), and the
+    ids not in the graph."""
     found: list[NodeRec] = []
     missing: list[str] = []
     for ev_id in ids:
