@@ -33,6 +33,7 @@ from typing import Any
 
 from smartcomment.schema.base import gc_paused
 
+from ._dates import message_date
 from ._evidence import EvidenceChoice, choose_evidence
 from ._evidence import resolve_given as _resolve_given
 from ._flow import StoreState, follow_construction, node_text
@@ -265,6 +266,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
         answer_threshold=settings.answer_threshold, evidence_threshold=settings.evidence_threshold,
         embedder=settings.embedder, embedding_threshold=settings.embedding_threshold, question=question,
         golden=golden, rivals=choice.rivals, proper_names=view.proper_names,
+        said_on=[day for day in (message_date(n.value) for n in choice.seeds) if day is not None],
     )
     for note in choice.notes:
         trail.add("evidence", note=note)

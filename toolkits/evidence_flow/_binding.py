@@ -1,8 +1,8 @@
 """Which words an answer is bound to: the check for meaning swaps that keep every word.
 
 "keep swimming but stop hot yoga" and "keep hot yoga but stop swimming" hold the same tokens; only
-what the answer stands next to changed. A sentence is cut into *chunks* at punctuation and at
-coordinating words (``but``, ``and``, ``or`` ...); a question word is *bound* to the answer when
+what the answer stands next to changed. A sentence is cut into *chunks* at punctuation (not at the
+comma of an apposition: "Mango, a collie mix") and at coordinating words (``but``, ``and``, ``or`` ...); a question word is *bound* to the answer when
 both stand in one chunk with at most :data:`_REACH` content words between them (stop words take
 no room: "stop hot yoga", "the studio is in Chiado", "selling mine at the Saturday market").
 
@@ -28,6 +28,7 @@ __all__ = ["chunks", "rebinds_answer"]
 _REACH = 2
 _BARRIER_WORDS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet",
                             "instead", "except", "unlike"})
+_APPOSITION = frozenset({"a", "an", "the"})
 _PIECE = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[^\s0-9A-Za-z\u00c0-\u024f'’]")
 
 
@@ -36,8 +37,11 @@ def chunks(text: str) -> tuple[tuple[str, ...], ...]:
     """The chunks of ``text``: each a tuple of its normalised content tokens, in order."""
     out: list[tuple[str, ...]] = []
     current: list[str] = []
-    for piece in _PIECE.findall(text):
+    pieces = _PIECE.findall(text)
+    for i, piece in enumerate(pieces):
         lowered = piece.lower()
+        if piece == "," and i + 1 < len(pieces) and pieces[i + 1].lower() in _APPOSITION:
+            continue  # "Mango, a collie mix": the comma opens an apposition, not another clause
         if not piece[0].isalnum() or lowered in _BARRIER_WORDS:
             if current:
                 out.append(tuple(current))

@@ -33,8 +33,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 from ._binding import rebinds_answer
+from ._dates import resolves_relative_time
 from ._facts import (
     Statement,
     agent_of,
@@ -109,6 +111,8 @@ class FactProbe:
     """Names the conversation writes with a capital inside a sentence (people, pets, places), lower case."""
     sole_statement: bool = False
     """Answer mode: no message but the evidence states the golden answer."""
+    said_on: tuple[date, ...] = ()
+    """The days the evidence messages were sent (what their relative times point from)."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
     _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
     _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
@@ -135,6 +139,7 @@ class FactProbe:
         golden: str = "",
         rivals: Sequence[Statement] = (),
         proper_names: frozenset[str] = frozenset(),
+        said_on: Sequence[date] = (),
     ) -> FactProbe:
         """Build the probe.
 
@@ -156,6 +161,7 @@ class FactProbe:
             golden: the golden answer's text.
             rivals: statements of other messages that hold the golden answer too.
             proper_names: the conversation's names (people, pets, places), lower case.
+            said_on: the days the evidence messages were sent.
         """
         names = names | frozenset(map(stem, names))  # compared with words and with tokens alike
         n = max(documents, 1)
@@ -172,7 +178,8 @@ class FactProbe:
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
                    embedder=embedder, embedding_threshold=embedding_threshold, asked_kinds=asked_kinds(question),
                    answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [],
-                   proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1)
+                   proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1,
+                   said_on=tuple(said_on))
 
     # ------------------------------------------------------------------ measures
     @property
@@ -299,7 +306,9 @@ class FactProbe:
                 return kind
         # a point in time replaced by one of another kind ("last Friday" -> "last weekend")
         fact_when = _points_in_time(fact_anchors)
-        if fact_when - segment.tokens and _points_in_time(seg_ref.anchors) - fact_when - self.evidence_tokens:
+        if (fact_when - segment.tokens and _points_in_time(seg_ref.anchors) - fact_when - self.evidence_tokens
+                # "on Tuesday" written as the date it was ("on 17 October 2023") is the same day
+                and not any(resolves_relative_time(fact_ref.text, seg_ref.text, day) for day in self.said_on)):
             return "date"
         missing_proper = fact.proper - segment.tokens
         extra_proper = seg_ref.proper - self.evidence_tokens - self.names

@@ -1,0 +1,66 @@
+"""Relative times written as the dates they point to are the same point in time."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from toolkits.evidence_flow._binding import chunks
+from toolkits.evidence_flow._dates import message_date, resolves_relative_time
+from toolkits.evidence_flow._facts import statements
+from toolkits.evidence_flow._probe import FactProbe
+from toolkits.evidence_flow._text import content_tokens
+
+SUNDAY = date(2023, 10, 22)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    (json.dumps({"content": "hi", "timestamp": "2023-10-22T17:55:00"}), SUNDAY),
+    (json.dumps({"content": "Speaker Rosa says: hi\nTimestamp: 1:56 pm on 8 May, 2023"}), date(2023, 5, 8)),
+    (json.dumps({"content": "hi", "date_time": "October 22, 2023"}), SUNDAY),
+    (json.dumps({"content": "hi"}), None),
+    ("not json at all", None),
+])
+def test_the_day_a_message_was_sent(raw, expected):
+    assert message_date(raw) == expected
+
+
+@pytest.mark.parametrize(("fact", "text", "resolved"), [
+    ("She arrived on Tuesday.", "She arrived on 17 October 2023.", True),
+    ("She arrived on Tuesday.", "She arrived on 18 October 2023.", False),  # a Wednesday
+    ("She arrived on Tuesday.", "She arrived on 14 November 2023.", False),  # a Tuesday, weeks later
+    ("I went yesterday.", "went on October 21, 2023", True),
+    ("I went yesterday.", "went on 2023-10-20", False),
+    ("We met last week.", "We met on 16 October.", True),  # the year is the message's
+    ("We meet next month.", "We meet on 5 November 2023.", True),
+    ("We met last year.", "We met on 3 March 2022.", True),
+    ("We met last year.", "We met on 3 March 2023.", False),
+    ("She arrived on Tuesday.", "She arrived recently.", False),  # no date at all
+])
+def test_a_date_resolves_a_relative_time_only_where_it_points(fact, text, resolved):
+    assert resolves_relative_time(fact, text, SUNDAY) is resolved
+
+
+def _probe(said_on):
+    facts = statements("Yes, a collie mix called Mango, she arrived on Tuesday from Paws and Pines.",
+                       frozenset({"rosa"}), "rosa")
+    return FactProbe.build(mode="answer", facts=facts, answer_tokens=content_tokens("a collie mix"),
+                           question_tokens=content_tokens("What kind of dog is Mango?"), names=frozenset({"rosa"}),
+                           evidence_tokens=facts[0].tokens, document_frequency={}, documents=10, answer_spread=1,
+                           answer_threshold=0.75, evidence_threshold=0.5, said_on=said_on,
+                           proper_names=frozenset({"mango", "paws", "pines"}))
+
+
+def test_a_resolved_weekday_is_no_date_conflict_but_another_date_is():
+    resolved = "Rosa started fostering Mango, a collie mix from Paws and Pines, on 17 October 2023."
+    assert _probe([SUNDAY]).assess(resolved).present
+    assert not _probe([]).assess(resolved).present  # without the message's day it cannot be checked
+    wrong_day = resolved.replace("17 October", "3 October")
+    assert _probe([SUNDAY]).assess(wrong_day).why == "conflict: date"
+
+
+def test_an_apposition_keeps_its_noun_in_the_chunk():
+    assert chunks("Rosa fosters Mango, a collie mix, since Tuesday") == (
+        ("rosa", "foster", "mango", "collie", "mix"), ("sinc", "tuesday"))
