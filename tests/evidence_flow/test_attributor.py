@@ -718,3 +718,19 @@ def test_the_second_message_must_name_the_one_the_first_leaves_out(toy):
     question = content_tokens("How much more does Marcus charge for a jar of honey than Ines?")
     assert second_hop(view, [first], candidates, question).full_node_id == marcus
     assert second_hop(view, [first], candidates[:1], question) is None  # Omar alone names no one missing
+
+
+def test_a_when_question_follows_the_statement_that_tells_a_time(toy, case_factory):
+    """"Kenji, meet Biscuit!" shares as much with the question as "he arrived on Thursday", but only
+    the second can tell when; the extraction kept Biscuit and lost the day."""
+    msg, op, facts = _mem0_turn(toy, "U1:D1:1", "Kenji, meet Biscuit! He's the beagle I'm fostering, he arrived "
+                                "on Thursday.", ["Rosa is fostering a beagle named Biscuit"], name="Rosa")
+    _, unit = _add_unit(toy, facts, "1", "Rosa is fostering a beagle named Biscuit")
+    later, _, later_facts = _mem0_turn(toy, "U1:D1:2", "I finally met Biscuit at the park today.",
+                                       ["Kenji met Biscuit at the park"], name="Kenji")
+    _, other = _add_unit(toy, later_facts, "2", "Kenji met Biscuit at the park")
+    question = "When did Rosa start fostering Biscuit?"
+    ids = toy.ask("q1", question, [unit, other])
+    case = case_factory(ids["query"], "3 August 2023", [msg], question=question)
+    result = _attr(toy, case, [msg, later], evidence_is_pseudo=True)
+    assert _verdict(result) == ("ExtractionError", op), result["reason"]

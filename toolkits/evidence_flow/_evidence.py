@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from ._facts import Statement, merge_statements, speaks_in_first_person, statements, without_address
 from ._graph_view import GraphView, NodeRec, is_message, message_speaker
+from ._probe import asked_kinds
 from ._text import content_tokens, message_text, stem, token_recall
 
 __all__ = ["EvidenceChoice", "answer_statements", "choose_evidence"]
@@ -166,6 +167,7 @@ def choose_evidence(
     """Pick the seeds of the flow (see the module docstring)."""
     before = [m for m in view.messages if m.created_at <= query.created_at] or list(view.messages)
     question_tokens = content_tokens(question)
+    kinds = asked_kinds(question)
     stating_all = [m for m in before if answer_statements(view, m, answer, answer_threshold)]
     spread = len(stating_all)
     given, unresolved = resolve_given(view, evidence_ids or [])
@@ -177,7 +179,7 @@ def choose_evidence(
             return _answer_choice(view, stating, question_tokens, "annotated", 1.0, spread, answer, answer_threshold, notes,
                                   unresolved, restate_from=stating_all)
         facts = [s for m in given for s in node_statements(view, m)]
-        return EvidenceChoice(mode="evidence", seeds=given, facts=_closest(facts, question_tokens), source="annotated",
+        return EvidenceChoice(mode="evidence", seeds=given, facts=_closest(facts, question_tokens, kinds), source="annotated",
                               confidence=0.75, answer_spread=spread, notes=["no evidence message states the golden "
                               "answer: following the evidence's own content"], unresolved=unresolved)
 
@@ -206,7 +208,7 @@ def choose_evidence(
         facts = node_statements(view, seed)
         notes.append("no message states the golden answer: following the retrieved message closest to the question")
         # a retrieved message that shares little with the question is a weak seed
-        return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(facts, question_tokens),
+        return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(facts, question_tokens, kinds),
                               source="retrieved", confidence=round(0.3 + 0.6 * min(score, 1.0), 3),
                               answer_spread=spread, notes=notes, unresolved=unresolved)
     if before:
@@ -220,7 +222,7 @@ def choose_evidence(
             notes.append("no message states the golden answer: following the conversation's message closest to "
                          "the question")
             return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
-                                  question_tokens), source="conversation",
+                                  question_tokens, kinds), source="conversation",
                                   confidence=round(0.2 + 0.5 * min(score, 1.0), 3), answer_spread=spread, notes=notes,
                                   unresolved=unresolved)
     return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
@@ -285,11 +287,15 @@ def resolve_given(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], l
     return [n for n in found if is_message(n)] or found, missing
 
 
-def _closest(facts: list[Statement], question: frozenset[str]) -> list[Statement]:
-    """Evidence mode: the statements that share the most with the question (all when none does)."""
+def _closest(facts: list[Statement], question: frozenset[str], kinds: frozenset[str] = frozenset()) -> list[Statement]:
+    """Evidence mode: the statements that share the most with the question (all when none does).
+    A question that asks when, or how many, is answered by a statement that tells a time or a
+    number: one that does not ("Kenji, meet Biscuit!" for "When did Rosa start fostering
+    Biscuit?") is passed over when another does ("he arrived on Thursday")."""
     if not facts:
         return []
     facts = [f for f in facts if not _asks(f.text)] or facts  # a question states nothing
+    facts = [f for f in facts if any(kind in f.anchors for kind in kinds)] or facts
     best = max(len(f.tokens & question) for f in facts)
     if best == 0:
         return facts
