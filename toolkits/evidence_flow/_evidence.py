@@ -236,7 +236,7 @@ def _telling(view: GraphView, ranked: list[tuple[float, NodeRec]], query: NodeRe
     for score, candidate in ranked:
         found: list[str] = []
         seed = _reply_if_asked(view, candidate, query, found)
-        if not _is_question(view, seed):
+        if not only_asks(view, seed):
             notes.extend(found)
             return score, seed
     score, first = ranked[0]
@@ -247,18 +247,18 @@ def _asks(sentence: str) -> bool:
     return sentence.rstrip().rstrip("\"'”)").endswith("?")
 
 
-def _is_question(view: GraphView, node: NodeRec) -> bool:
+def only_asks(view: GraphView, node: NodeRec) -> bool:
     """Every sentence of the message that says something asks it ("Wow! Did you go?"); a message
     that tells something and then asks back ("I went yesterday. What about you?") is no question."""
     said = [s for s in node_statements(view, node) if s.tokens]
-    return bool(said) and all(part.text.rstrip().endswith("?") for s in said for part in (s.parts or [s]))
+    return bool(said) and all(_asks(part.text) for s in said for part in (s.parts or [s]))
 
 
 def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[str]) -> NodeRec:
     """A message that asks what the question asks ("Is Ellie still afraid of dogs?") holds no fact;
     the answer is in the reply that follows it: the next message by another speaker that is not a
     question itself (within the next two messages, before the question)."""
-    if not _is_question(view, seed):
+    if not only_asks(view, seed):
         return seed
     if "message_position" not in view.memo:
         view.memo["message_position"] = {m.full_node_id: i for i, m in enumerate(view.messages)}
@@ -267,7 +267,7 @@ def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[
     for reply in view.messages[at + 1:at + 3]:
         if reply.created_at > query.created_at:
             break
-        if message_speaker(reply) != asker and not _is_question(view, reply):
+        if message_speaker(reply) != asker and not only_asks(view, reply):
             notes.append(f"{seed.full_node_id} asks it; its reply {reply.full_node_id} is followed")
             return reply
     return seed

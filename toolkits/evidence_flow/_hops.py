@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ._evidence import node_statements
+from ._evidence import only_asks
 from ._facts import without_address
 from ._graph_view import GraphView, NodeRec, message_speaker
 from ._text import content_tokens, message_text, stem
@@ -24,11 +24,6 @@ __all__ = ["second_hop"]
 
 #: Share of the question's weight the second message must add to what the first one holds.
 _MIN_GAIN = 0.25
-
-
-def _only_asks(view: GraphView, node: NodeRec) -> bool:
-    said = [s for s in node_statements(view, node) if s.tokens]
-    return bool(said) and all(s.text.rstrip().rstrip("\"'”)").endswith("?") for s in said)
 
 
 def _said(view: GraphView, node: NodeRec) -> frozenset[str]:
@@ -59,7 +54,7 @@ def second_hop(view: GraphView, first: Sequence[NodeRec], candidates: Sequence[N
     taken = {m.full_node_id for m in first}
     best: tuple[float, int, NodeRec] | None = None
     for rank, node in enumerate(candidates):
-        if node.full_node_id in taken or _only_asks(view, node):
+        if node.full_node_id in taken or only_asks(view, node):
             continue  # a message that only asks states nothing (its reply is what the first hop followed)
         said = _said(view, node)
         if not named & said:
