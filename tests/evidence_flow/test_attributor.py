@@ -734,3 +734,20 @@ def test_a_when_question_follows_the_statement_that_tells_a_time(toy, case_facto
     case = case_factory(ids["query"], "3 August 2023", [msg], question=question)
     result = _attr(toy, case, [msg, later], evidence_is_pseudo=True)
     assert _verdict(result) == ("ExtractionError", op), result["reason"]
+
+
+def test_a_sum_follows_the_second_message_even_when_it_adds_only_a_name(toy, case_factory):
+    """"How many jars did Ines and Marcus harvest altogether?": Marcus's message matches the question
+    best; Ines's adds nothing of it but her name, and her count was lost at her extraction."""
+    ines, ines_op, ines_facts = _mem0_turn(toy, "U1:D1:1", "14 jars from the two hives.",
+                                           ["Ines has two hives"], name="Ines")
+    marcus, _, marcus_facts = _mem0_turn(toy, "U1:D1:2", "Normally around 30, but this spring only 9 jars of honey "
+                                         "because of the swarm.", ["Marcus harvested 9 jars of honey this spring"],
+                                         name="Marcus")
+    _, ines_unit = _add_unit(toy, ines_facts, "1", "Ines has two hives")
+    _, marcus_unit = _add_unit(toy, marcus_facts, "2", "Marcus harvested 9 jars of honey this spring")
+    question = "How many jars of honey did Ines and Marcus harvest altogether this spring?"
+    ids = toy.ask("q1", question, [ines_unit, marcus_unit])
+    case = case_factory(ids["query"], "23 jars", [ines, marcus], question=question)
+    result = _attr(toy, case, [marcus, ines], evidence_is_pseudo=True)
+    assert _verdict(result) == ("ExtractionError", ines_op), result["reason"]

@@ -22,8 +22,9 @@ from ._text import content_tokens, message_text, stem
 
 __all__ = ["second_hop"]
 
-#: Share of the question's weight the second message must add to what the first one holds.
-_MIN_GAIN = 0.25
+#: Share of the question's weight the second message must add to what the first one holds (it must
+#: also name someone the question names, so a small share is enough: "Ines" in a sum of two harvests).
+_MIN_GAIN = 0.1
 
 
 def _said(view: GraphView, node: NodeRec) -> frozenset[str]:
