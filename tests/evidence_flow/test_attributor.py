@@ -322,7 +322,7 @@ def test_pseudo_evidence_is_checked_against_the_golden_answer_and_the_question(t
 
 def test_pseudo_mode_never_reads_the_evidence_recorded_on_the_query(toy, case_factory):
     """No message states the (inferred) answer; the gold evidence sits in the query's metadata."""
-    gold, op, facts = _mem0_turn(toy, "U1:D1:1", "I went to the support group yesterday.", ["Caroline went"])
+    gold, op, facts = _mem0_turn(toy, "U1:D1:1", "Went there yesterday, loved it.", ["Caroline went"])
     _add_unit(toy, facts, "1", "Caroline went")
     ids = toy.ask("q1", "When did Caroline go to the support group?", [], evidence=["U1:D1:1"])
     case = case_factory(ids["query"], "7 May 2023", [gold], question="When did Caroline go to the support group?")

@@ -14,7 +14,7 @@ NAMES = frozenset({"caroline", "melanie"})
 
 
 def test_tokens_drop_stop_words_keep_dates_and_numbers():
-    assert content_tokens("On 07 May, 2023 the kids went!") == {"7", "may", "2023", "kid", "went"}
+    assert content_tokens("On 07 May, 2023 the kids went!") == {"7", "may", "2023", "kid", "go"}
 
 
 def test_light_stemming_and_number_words_meet_on_both_sides():
@@ -25,6 +25,7 @@ def test_light_stemming_and_number_words_meet_on_both_sides():
     assert content_tokens("I bought a used car") == content_tokens("buy used car")
     assert content_tokens("sold") != content_tokens("bought") and content_tokens("won") == content_tokens("win")
     assert content_tokens("gave") == content_tokens("give") == content_tokens("gives")
+    assert content_tokens("went") == content_tokens("go") == content_tokens("gone")
     # a final silent "e" and a doubled consonant do not keep the forms of a verb apart
     assert content_tokens("invited") == content_tokens("invite") == content_tokens("inviting")
     assert content_tokens("skipped") == content_tokens("skip") == content_tokens("skipping")

@@ -53,6 +53,9 @@ from ._text import Embedder, cosine, stem, token_recall, token_sequence
 __all__ = ["Assessment", "FactProbe"]
 
 _MAX_SCORE = 2.0
+# "went" meets the question's "go" (see _text._IRREGULAR) but says nothing of its own: no support
+# for a fact ("went to her pottery class" is not "went to the support group").
+_LIGHT_VERBS = frozenset({stem("go")})
 _CONFLICT_SCORE = 0.2
 _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0
@@ -192,9 +195,9 @@ class FactProbe:
         return base * (_QUESTION_WEIGHT if token in self.question_tokens else 1.0)
 
     def support_tokens(self, fact: Statement) -> frozenset[str]:
-        """The fact's distinctive tokens: its content tokens minus the answer, person names and the
-        alternative a contrast clause rules out."""
-        tokens = fact.tokens - self.answer_tokens - self.names - contrast_tokens(fact.text)
+        """The fact's distinctive tokens: its content tokens minus the answer, person names, the
+        alternative a contrast clause rules out, and "go"."""
+        tokens = fact.tokens - self.answer_tokens - self.names - contrast_tokens(fact.text) - _LIGHT_VERBS
         return tokens or fact.tokens - self.names
 
     def support(self, fact: Statement, segment: Statement) -> float:
@@ -208,7 +211,7 @@ class FactProbe:
 
     def question_support(self, segment: Statement) -> float:
         """Weighted share of the question's own words (answer and person names aside) in the segment."""
-        key = self.question_tokens - self.answer_tokens - self.names
+        key = self.question_tokens - self.answer_tokens - self.names - _LIGHT_VERBS
         total = math.fsum(self._weight(t) for t in sorted(key))
         if total <= 0:
             return 0.0

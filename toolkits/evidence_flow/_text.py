@@ -96,8 +96,8 @@ _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "
 
 
 # Past forms of common irregular verbs, so that "Did Nora buy a car?" meets "I bought a car" (and
-# "I sold a car" does not). Light verbs (went, got, made, took) stay as they are: as question words
-# they would count double for every fact that merely "went" somewhere.
+# "I sold a car" does not), and "Where did Sam go?" meets "I went to Prague". Other light verbs (got,
+# made, took) stay as they are: as question words they would count double for any fact using them.
 _IRREGULAR = {
     "bought": "buy", "sold": "sell", "won": "win", "lost": "lose", "ran": "run", "gave": "give", "given": "give",
     "told": "tell", "taught": "teach", "met": "meet", "paid": "pay", "kept": "keep", "began": "begin",
@@ -108,6 +108,7 @@ _IRREGULAR = {
     "known": "know", "rode": "ride", "ridden": "ride", "sang": "sing", "sung": "sing", "swam": "swim",
     "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "heard": "hear", "lent": "lend",
     "caught": "catch", "fought": "fight", "sought": "seek", "stole": "steal", "stolen": "steal",
+    "went": "go", "gone": "go",
 }
 
 
