@@ -102,12 +102,18 @@ def answer_statements(view: GraphView, node: NodeRec, answer: frozenset[str], th
     return []
 
 
+def rarity_weights(view: GraphView, tokens: frozenset[str]) -> dict[str, float]:
+    """Each token's weight by how few of the conversation's messages use it (inverse document
+    frequency; a token no message uses weighs the most)."""
+    n = max(len(view.messages), 1)
+    return {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(tokens)}
+
+
 def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> float:
     """How well a message matches the question: rarity-weighted share of question tokens it holds."""
     if not question:
         return 0.0
-    n = max(len(view.messages), 1)
-    weight = {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(question)}
+    weight = rarity_weights(view, question)
     total = math.fsum(weight.values())
     speaker = message_speaker(node)
     own = {stem(speaker)} if speaker else set()

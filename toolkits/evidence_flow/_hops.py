@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ._evidence import only_asks
+from ._evidence import only_asks, rarity_weights
 from ._facts import without_address
 from ._graph_view import GraphView, NodeRec, message_speaker
 from ._text import content_tokens, message_text, stem
@@ -39,8 +39,7 @@ def second_hop(view: GraphView, first: Sequence[NodeRec], candidates: Sequence[N
     adds :data:`_MIN_GAIN` of it."""
     if not question or not first:
         return None
-    n = max(len(view.messages), 1)
-    weight = {t: math.log((n + 1) / (view.document_frequency.get(t, 0) + 0.5)) for t in sorted(question)}
+    weight = rarity_weights(view, question)
     total = math.fsum(weight.values())
     if total <= 0:
         return None
