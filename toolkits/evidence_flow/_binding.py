@@ -22,11 +22,11 @@ from functools import lru_cache
 
 from ._text import token_sequence
 
-__all__ = ["chunks", "rebinds_answer"]
+__all__ = ["BARRIER_WORDS", "chunks", "rebinds_answer"]
 
 #: Content words that may stand between a question word and the answer it is bound to.
 _REACH = 2
-_BARRIER_WORDS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet",
+BARRIER_WORDS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet",
                             "instead", "except", "unlike"})
 _APPOSITION = frozenset({"a", "an", "the"})
 _PIECE = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[^\s0-9A-Za-z\u00c0-\u024f'’]")
@@ -42,7 +42,7 @@ def chunks(text: str) -> tuple[tuple[str, ...], ...]:
         lowered = piece.lower()
         if piece == "," and i + 1 < len(pieces) and pieces[i + 1].lower() in _APPOSITION:
             continue  # "Mango, a collie mix": the comma opens an apposition, not another clause
-        if not piece[0].isalnum() or lowered in _BARRIER_WORDS:
+        if not piece[0].isalnum() or lowered in BARRIER_WORDS:
             if current:
                 out.append(tuple(current))
             current = []

@@ -123,13 +123,14 @@ def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) ->
         tokens = content_tokens(without_address(text, view.speakers)) | own
         return math.fsum(weight[t] for t in sorted(question & tokens)) / total if total > 0 else 0.0
 
-    statements_ = node_statements(view, node)
-    told = " ".join(s.text for s in statements_ if not _asks(s.text))
-    whole = message_text(node.value)
+    said = node_statements(view, node)
+    whole = share(message_text(node.value))
     # a sentence that asks ("Are you buying a car now?") is weaker evidence than one that tells
     # with the same words, yet it still points at its reply (see _reply_if_asked)
-    score = share(whole) if told == " ".join(s.text for s in statements_) else max(share(told),
-                                                                                  _ASKED_WEIGHT * share(whole))
+    if any(_asks(s.text) for s in said):
+        score = max(share(" ".join(s.text for s in said if not _asks(s.text))), _ASKED_WEIGHT * whole)
+    else:
+        score = whole
     # a question about someone is best answered by what that person said
     return score + (_OWN_WORDS_BONUS if speaker and stem(speaker) in question else 0.0)
 

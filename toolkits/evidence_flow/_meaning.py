@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ._binding import chunks
+from ._binding import BARRIER_WORDS, chunks
 from ._text import content_tokens, stem
 
 __all__ = ["opposite_word", "swapped_pair"]
@@ -65,7 +65,7 @@ true / false
 happy / sad unhappy
 """
 _PREFIXES = ("dis", "un")
-_COORDINATORS = frozenset({"but", "and", "or", "while", "whereas", "although", "though", "however", "yet", "so"})
+_COORDINATORS = BARRIER_WORDS | {"so"}
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 _WORD = re.compile(r"[0-9a-z]+")
 _PART_BREAK = re.compile(r"[:;—]")
