@@ -33,7 +33,7 @@ from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher, PatchSpec
 
-__all__ = ["Mem0Config", "Mem0Layer", "import_mem0", "metadata_suffix"]
+__all__ = ["Mem0Config", "Mem0Layer", "import_mem0", "metadata_suffix", "reject_ignored_keys"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,48 @@ def import_mem0(mem0_dir: str | Path | None = None) -> Any:
 
     register_providers()
     return mem0
+
+
+def reject_ignored_keys(config_cls: Any, fields: dict[str, Any], *, applied: Any = None) -> None:
+    """Raise when mem0 would silently drop one of `fields` (so an optimized prompt never does nothing).
+
+    pydantic models ignore unknown keyword arguments by default, and a mem0 release may rename a
+    key (2.x dropped `custom_fact_extraction_prompt`); a value set by the user or the optimizer
+    must reach mem0 or fail loudly.
+
+    Args:
+        config_cls: mem0's `MemoryConfig` class.
+        fields: the plain (non-provider) keys we pass to it, with their values.
+        applied: the config the built `Memory` holds; each set value must read back unchanged.
+
+    Raises:
+        ConfigError: a key the installed mem0 does not know, or a value it did not keep.
+    """
+    known = set(getattr(config_cls, "model_fields", {}))
+    unknown = sorted(key for key in fields if key not in known)
+    if unknown:
+        raise ConfigError(
+            f"mem0ai {_mem0_version()} ignores the config key(s) {', '.join(unknown)}: the Mem0 layer needs "
+            "mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]'); for mem0ai 2.x use the Mem0v3 layer"
+        )
+    if applied is None:
+        return
+    lost = sorted(
+        key for key, value in fields.items() if value is not None and getattr(applied, key, None) != value
+    )
+    if lost:
+        raise ConfigError(
+            f"mem0ai {_mem0_version()} did not keep the config key(s) {', '.join(lost)} that the Mem0 layer set"
+        )
+
+
+def _mem0_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mem0ai")
+    except PackageNotFoundError:
+        return "(version unknown)"
 
 
 class Mem0Config(MemBaseConfig):
@@ -197,6 +239,12 @@ class Mem0Layer(MemBaseLayer):
                 "model_kwargs": {EMBEDDER_KEY: self.embedder},
             },
         )
+        plain_fields = {
+            "history_db_path": cfg.history_db_path or str(self.save_path / "history.db"),
+            "custom_fact_extraction_prompt": cfg.custom_fact_extraction_prompt,
+            "custom_update_memory_prompt": cfg.custom_update_memory_prompt,
+        }
+        reject_ignored_keys(MemoryConfig, plain_fields)
         memory_config = MemoryConfig(
             llm=llm,
             embedder=embedder,
@@ -208,14 +256,18 @@ class Mem0Layer(MemBaseLayer):
                     "client": self._qdrant,
                 },
             ),
-            history_db_path=cfg.history_db_path or str(self.save_path / "history.db"),
-            custom_fact_extraction_prompt=cfg.custom_fact_extraction_prompt,
-            custom_update_memory_prompt=cfg.custom_update_memory_prompt,
+            **plain_fields,
         )
         with warnings.catch_warnings():
             # mem0 asks the (local) qdrant for payload indexes, which local mode ignores with a warning.
             warnings.simplefilter("ignore", UserWarning)
-            return Memory(memory_config)
+            memory = Memory(memory_config)
+        try:
+            reject_ignored_keys(MemoryConfig, plain_fields, applied=memory.config)
+        except ConfigError:
+            memory.db.close()  # the caller's cleanup never sees this Memory
+            raise
+        return memory
 
     # -- ingestion ---------------------------------------------------------------------------
     def add_message(self, message: Message, **kwargs: Any) -> None:
