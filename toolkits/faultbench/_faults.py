@@ -23,11 +23,11 @@ first message from the drawn ``act_index`` on at which a unit holds the fact.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from membase.interventions import InterventionSet, patch_attr
 from toolkits.faultbench._corrupt import CORRUPTIONS, Corruptor
 from toolkits.faultbench._models import ExtractiveReader, parse_statements
 from toolkits.faultbench._pipeline import FaultInjector
@@ -129,60 +129,12 @@ class Fault(FaultInjector):
         return reader.answer(question, memories, exclude=skipped)
 
 
-def patch_attr(obj: Any, name: str, value: Any) -> contextlib.AbstractContextManager[None]:
-    """Shadow ``obj.name`` with ``value`` for the duration of the block."""
-
-    @contextlib.contextmanager
-    def scope() -> Iterator[None]:
-        original = getattr(obj, name)
-        setattr(obj, name, value)
-        try:
-            yield
-        finally:
-            setattr(obj, name, original)
-
-    return scope()
-
-
-class FaultSet(FaultInjector):
+class FaultSet(InterventionSet, FaultInjector):
     """Several faults on different questions in one run; each hook goes to every fault."""
 
     def __init__(self, faults: Sequence[Fault]) -> None:
+        super().__init__(faults)
         self.faults = list(faults)
-
-    def begin_call(self, key: tuple[Any, ...] | None) -> None:
-        self.current_call = key
-        for fault in self.faults:
-            fault.begin_call(key)
-
-    def on_start(self, layer: Any) -> None:
-        for fault in self.faults:
-            fault.on_start(layer)
-
-    @contextlib.contextmanager
-    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for fault in self.faults:
-                stack.enter_context(fault.around_message(layer, message, index))
-            yield
-
-    def after_message(self, layer: Any, message: Any, index: int) -> None:
-        for fault in self.faults:
-            fault.after_message(layer, message, index)
-
-    @contextlib.contextmanager
-    def around_flush(self, layer: Any) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for fault in self.faults:
-                stack.enter_context(fault.around_flush(layer))
-            yield
-
-    @contextlib.contextmanager
-    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for fault in self.faults:
-                stack.enter_context(fault.around_retrieve(layer, qa))
-            yield
 
     def search_order(self, qas: Sequence[Any]) -> list[Any]:
         """Questions with a retrieval fault are searched last: a faulted Long-Context retrieval
