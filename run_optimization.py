@@ -97,10 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="held-out conversations for final_evaluation.json: 'unsampled' (default: every LoCoMo "
                       "conversation not sampled for training), 'none', or 0-based indexes like 3,4,5")
     ours.add_argument("--validation-gate", action="store_true",
-                      help="keep a round's update only if it does not lower llm_judge on the validation conversation")
+                      help="gate each target's update on its own: keep it only if it raises llm_judge on the "
+                      "validation conversations by at least --min-improvement (a tie is rejected)")
     ours.add_argument("--validation-trajectories", default=None,
-                      help="0-based conversation indexes of the gate (default: the first unsampled one, which the "
-                      "default evaluation set then leaves out)")
+                      help="0-based conversation indexes of the gate, at least two (default: the first two "
+                      "unsampled ones, which the default evaluation set then leaves out)")
+    ours.add_argument("--min-improvement", type=float, default=0.0,
+                      help="smallest llm_judge gain (0-1 scale) the gate accepts; ties never pass (default: %(default)s)")
+    ours.add_argument("--seeds", default=None,
+                      help="comma list of seeds: run the whole optimization once per seed into <dir>/seed_<s>/ and "
+                      "write <dir>/seeds_summary.json (mean and sd of before, after and difference)")
     ours.add_argument("--max-sessions", type=_positive_int, default=None,
                       help="cut every conversation to its first N sessions (questions whose evidence lies later are "
                       "dropped); for cheap runs")
@@ -156,18 +162,26 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.objective == "context_recall":
-        from toolkits.optimization.param_cli import run_context_recall
 
-        return run_context_recall(args)
-    from toolkits.optimization.cli import run_from_args
+    def run_one(one: argparse.Namespace) -> int:
+        if one.objective == "context_recall":
+            from toolkits.optimization.param_cli import run_context_recall
 
-    return run_from_args(
-        parser,
-        args,
-        attribution_model_factory=attribution_model_factory,
-        optimizer_model_factory=optimizer_model_factory,
-    )
+            return run_context_recall(one)
+        from toolkits.optimization.cli import run_from_args
+
+        return run_from_args(
+            parser,
+            one,
+            attribution_model_factory=attribution_model_factory,
+            optimizer_model_factory=optimizer_model_factory,
+        )
+
+    if args.seeds:
+        from toolkits.optimization.seeds import run_over_seeds
+
+        return run_over_seeds(args, run_one)
+    return run_one(args)
 
 
 def cli() -> None:

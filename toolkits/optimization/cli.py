@@ -81,6 +81,8 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         raise InputError(f"--metrics {args.metrics!r}: choose from {', '.join(METRICS)}")
     if args.validation_gate and "llm_judge" not in metrics:
         raise InputError("--validation-gate compares llm_judge scores: keep llm_judge in --metrics")
+    if not 0.0 <= args.min_improvement <= 1.0:
+        raise InputError(f"--min-improvement {args.min_improvement}: give a gain between 0 and 1 (llm_judge scale)")
     initial = _initial_bundle(args)
     targets = _targets(args, initial.backend)
     initial = _apply_initial_prompts(args, initial, targets)
@@ -120,7 +122,8 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         from toolkits.optimization.loop import ValidationGate
 
         validation_dataset = select(full, validation_indexes)
-        step.gate = ValidationGate(dataset=validation_dataset, settings=dataclasses.replace(settings, tracing=False))
+        step.gate = ValidationGate(dataset=validation_dataset, settings=dataclasses.replace(settings, tracing=False),
+                                   min_improvement=args.min_improvement)
     return _Plan(initial=initial, targets=targets, train=train, eval_indexes=eval_indexes,
                  eval_dataset=select(full, eval_indexes), validation_dataset=validation_dataset,
                  settings=settings, step=step, store=store)
@@ -151,6 +154,7 @@ def _run_settings(args: argparse.Namespace, initial: Any, targets: list[Any], se
         "num_gradient_histories": args.num_gradient_histories,
         "batch_size_for_summarization": args.batch_size_for_summarization,
         "validation_gate": validation_indexes if args.validation_gate else None,
+        "min_improvement": args.min_improvement if args.validation_gate else None,
     }
 
 
@@ -288,9 +292,12 @@ def _held_out(args: argparse.Namespace, full: Any, train: list[int]) -> tuple[li
     validation: list[int] = []
     try:
         if args.validation_gate:
-            if args.validation_trajectories is None and not unsampled:
-                raise InputError("--validation-gate: every conversation is sampled for training; none is left to validate on")
-            validation = parse_indexes(args.validation_trajectories, n, default=unsampled[:1])
+            validation = parse_indexes(args.validation_trajectories, n, default=unsampled[:2])
+            if len(set(validation)) < 2:
+                # one conversation decides by its few questions; the gate needs a second to be worth its cost
+                raise InputError(f"--validation-gate needs at least two validation conversations, got {validation}"
+                                 + (" (too few unsampled ones left)" if args.validation_trajectories is None else
+                                    " (--validation-trajectories)"))
         choice = args.eval_trajectories.strip().lower()
         if choice == "none":
             evaluation: list[int] = []

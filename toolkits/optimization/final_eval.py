@@ -3,9 +3,10 @@
 Both bundles run with the same :class:`~toolkits.optimization.pipeline.PipelineSettings` (QA and
 judge models, batch sizes, top-k, metrics) on the same conversations, untraced. The questions
 are paired by id; for every metric ``final_evaluation.json`` reports the mean before and after,
-the mean difference and a paired percentile-bootstrap 95 % interval of that difference
-(resampling questions; questions of one conversation are not independent, so read the interval
-as optimistic when few conversations are held out). Every question's outcome is listed
+the mean difference and a paired percentile-bootstrap 95 % interval of that difference that
+resamples *conversations* (``ci95_difference``; questions of one conversation share a memory and are
+not independent draws); the question-level interval (``ci95_difference_by_question``), narrower and
+optimistic, is kept beside it for comparison. Every question's outcome is listed
 (``fixed``, ``broken``, ``still_correct``, ``still_wrong`` by the judge when it is a metric).
 
 Each bundle's run is kept under ``<dir>/final_evaluation/{initial,final}/`` with an
@@ -25,6 +26,7 @@ from membase.utils.io import atomic_write_json
 from toolkits.metrics import bootstrap_interval
 from toolkits.optimization.bundle import MemoryConfigBundle
 from toolkits.optimization.pipeline import PipelineSettings, per_question, run_pipeline
+from toolkits.optimization.statistics import conversation_bootstrap_interval
 
 __all__ = ["FINAL_EVALUATION_FILENAME", "compare_runs", "run_final_evaluation"]
 
@@ -77,12 +79,18 @@ def compare_runs(
         a = [after[q][name] for q in ids]
         diffs = [y - x for x, y in zip(b, a, strict=True)]
         n = max(1, len(ids))
-        interval = bootstrap_interval(diffs, samples=bootstrap_samples, seed=seed)
+        by_conversation: dict[str, list[float]] = {}
+        for q, d in zip(ids, diffs, strict=True):
+            by_conversation.setdefault(str(before[q]["user_id"]), []).append(d)
+        interval = conversation_bootstrap_interval(by_conversation, samples=bootstrap_samples, seed=seed)
+        by_question = bootstrap_interval(diffs, samples=bootstrap_samples, seed=seed)
         report["metrics"][name] = {
             "before": sum(b) / n,
             "after": sum(a) / n,
             "difference": sum(diffs) / n,
             "ci95_difference": list(interval) if interval is not None else None,
+            "ci95_difference_by_question": list(by_question) if by_question is not None else None,
+            "num_conversations": len(by_conversation),
         }
     groups: dict[str, list[str]] = {}
     for q in ids:
@@ -111,7 +119,9 @@ def compare_runs(
         report["outcome_counts"] = counts
     report["bootstrap"] = {
         "samples": bootstrap_samples, "seed": seed, "confidence": 0.95,
-        "method": "paired percentile bootstrap of the mean per-question difference (after - before)",
+        "method": "paired percentile bootstrap of the mean per-question difference (after - before), resampling "
+                  "conversations (ci95_difference) or questions (ci95_difference_by_question)",
+        "unit": "conversation",
     }
     report["questions"] = questions
     return report

@@ -22,7 +22,8 @@ One :class:`PromptRoundStep` round (spec-attribution §7.3, step 4):
 5. group the attributions by target (``grouped_attributions.json``);
 6. optimize each target that got failures (``feedbacks.json``, ``aggregated_feedbacks.json``,
    ``update_results.json``, ``gradient_history.json``);
-7. optionally gate the update on a validation conversation;
+7. optionally gate each target's update on its own on the validation conversations
+   (:class:`ValidationGate`: a stated minimum gain, ties rejected);
 8. the next bundle = the round's bundle + accepted updates (the reference starts from the effective
    bundle, which writes every filled default into the config — mem0's fact prompt with the date
    of round 1 among them; ours leaves untouched targets unset).
@@ -329,20 +330,58 @@ def _attribute(cases: Sequence[Any], graph: Any, settings: AttributionSettings, 
 
 @dataclass(kw_only=True)
 class ValidationGate:
-    """Keep an update only when it does not lower ``metric`` on ``dataset``."""
+    """Accept each target's update on its own: it must raise ``metric`` on ``dataset`` by ``min_improvement``.
+
+    Every proposed update is scored alone (the round's bundle plus that one update) against the
+    round's bundle on the validation conversations; an update that lowers the score, leaves it
+    unchanged (a tie) or raises it by less than ``min_improvement`` is rejected while another
+    target's update of the same round can be kept. The next bundle carries the accepted updates;
+    their combination is scored too and recorded (not gated: each part already earned its place).
+    """
 
     dataset: Any
     settings: PipelineSettings
     metric: str = "llm_judge"
+    min_improvement: float = 0.0
+    """Smallest gain of ``metric`` (absolute, 0-1 scale) an update must show; a tie never passes."""
     _scores: dict[str, float] = field(default_factory=dict)
 
     def score(self, bundle: MemoryConfigBundle, folder: Path) -> float:
         """The bundle's mean ``metric`` on the validation conversations (cached per bundle)."""
         key = bundle.digest()
         if key not in self._scores:
-            result = run_pipeline(bundle, self.dataset, folder, self.settings)
+            result = run_pipeline(bundle, self.dataset, folder, self.settings,
+                                  start_idx=0, end_idx=len(self.dataset.trajectories))
             self._scores[key] = float(result.metrics.get(self.metric, 0.0))
         return self._scores[key]
+
+    def decide(self, current: MemoryConfigBundle, updates: dict[str, Any], folder: Path
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The updates that pass (field → value) and the record written to ``iteration_summary.json``."""
+        from toolkits.optimization.statistics import improves
+
+        before = self.score(current, folder / "current")
+        per_target: dict[str, Any] = {}
+        accepted: dict[str, Any] = {}
+        for name in sorted(updates):
+            after = self.score(current.with_updates({name: updates[name]}), folder / f"candidate-{name}")
+            passed = improves(before, after, self.min_improvement)
+            per_target[name] = {"candidate": after, "gain": after - before, "accepted": passed}
+            if passed:
+                accepted[name] = updates[name]
+        combined = None
+        if len(accepted) > 1:
+            combined = self.score(current.with_updates(accepted), folder / "candidate-combined")
+        record = {
+            "metric": self.metric, "min_improvement": self.min_improvement,
+            "conversations": [t.id for t in self.dataset.trajectories],
+            "current": before,
+            "candidate": combined if combined is not None else (
+                per_target[next(iter(accepted))]["candidate"] if accepted else before),
+            "accepted": bool(accepted), "accepted_fields": sorted(accepted),
+            "rejected_fields": sorted(set(updates) - set(accepted)), "per_target": per_target,
+        }
+        return accepted, record
 
 
 class PromptRoundStep:
@@ -421,13 +460,10 @@ class PromptRoundStep:
         current = ctx.bundle
         candidate = current.with_updates(result_opt.updates) if result_opt.updates else current
         gate_record = None
+        kept = dict(result_opt.updates)
         if self.gate is not None and result_opt.updates:
-            before = self.gate.score(current, folder / "validation" / "current")
-            after = self.gate.score(candidate, folder / "validation" / "candidate")
-            accepted = after >= before
-            gate_record = {"metric": self.gate.metric, "current": before, "candidate": after, "accepted": accepted}
-            if not accepted:
-                candidate = current
+            kept, gate_record = self.gate.decide(current, dict(result_opt.updates), folder / "validation")
+            candidate = current.with_updates(kept) if kept else current
 
         summary = {
             "graph_path": str(graph_path),
@@ -450,7 +486,7 @@ class PromptRoundStep:
             "optimization_cost": result_opt.costs,
             "optimization_failures": result_opt.failures,
             "targets": [o.as_json() for o in result_opt.outcomes],
-            "updated_fields": sorted(result_opt.updates) if candidate is not current else [],
+            "updated_fields": sorted(kept) if candidate is not current else [],
             "validation_gate": gate_record,
         }
         return RoundOutput(next_bundle=candidate, summary=summary)
