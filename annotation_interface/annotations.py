@@ -1,17 +1,24 @@
 """Manual error attributions: validation against the graph and the append-only output file.
 
-The output is one JSON array; each save appends one record (spec-tracer §6)::
+The output is one JSON array of records (spec-tracer §6)::
 
     {"saved_at": "2026-…Z", "graph_id": "<file name>", "query_id": "<query node id>",
      "query": "<question>", "manual_error_attribution":
         {"op_id": "op-…" | null, "error_type": "…", "edge_id": "edge-…" | null, "reason": "…"},
-     "graph_name": "<path relative to --data>", "qa_id": "<qa id>"}
+     "graph_name": "<path relative to --data>", "qa_id": "<qa id>",
+     "annotator": "<name>", "unsure": false, "comment": "…"}
 
-(``graph_name`` and ``qa_id`` are additions: traced_data folders hold one ``graph_evaluation.json``
-per user, so the file name alone does not say which graph was annotated.)
+(``graph_name``, ``qa_id``, ``annotator``, ``unsure`` and ``comment`` are additions: traced_data
+folders hold one ``graph_evaluation.json`` per user, so the file name alone does not say which
+graph was annotated, and several people label one folder.)
 
-A save reads the array, appends and writes a temporary file that replaces the output by an
-atomic rename, all under an exclusive lock on a sidecar ``.<name>.lock`` file. A crash leaves
+One record per (graph, question, annotator): :func:`save_record` replaces that annotator's
+earlier record of the case (a second save is an edit, never a duplicate) and
+:func:`delete_record` removes it; other annotators' records are never touched.
+:func:`append_record` keeps the reference's append-only behaviour.
+
+Every write reads the array, changes it and writes a temporary file that replaces the output by
+an atomic rename, all under an exclusive lock on a sidecar ``.<name>.lock`` file. A crash leaves
 the previous file intact, and two browser tabs (or two app processes) saving at once both land.
 An output file that exists but is not a JSON array is never overwritten.
 """
@@ -34,10 +41,14 @@ __all__ = [
     "MEMORY_ERROR_TYPES",
     "ManualAttribution",
     "OutputFileError",
+    "RecordKey",
     "append_record",
     "build_record",
     "check_output",
+    "delete_record",
     "read_records",
+    "record_key",
+    "save_record",
     "validate_manual",
 ]
 
@@ -102,8 +113,9 @@ def validate_manual(
 
 
 def build_record(*, graph_file_name: str, graph_name: str, qa: QARecord, attribution: ManualAttribution,
+                 annotator: str = "", unsure: bool = False, comment: str = "",
                  now: datetime | None = None) -> dict[str, Any]:
-    """The saved record of one manual attribution."""
+    """The saved record of one manual attribution (``annotator`` names who saved it)."""
     stamp = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {
         "saved_at": stamp,
@@ -113,7 +125,30 @@ def build_record(*, graph_file_name: str, graph_name: str, qa: QARecord, attribu
         "manual_error_attribution": asdict(attribution),
         "graph_name": graph_name,
         "qa_id": qa.qa_id,
+        "annotator": annotator.strip(),
+        "unsure": bool(unsure),
+        "comment": comment.strip(),
     }
+
+
+RecordKey = tuple[str, str, str]
+"""``(graph_name, qa_id, annotator)``: one record per case and annotator."""
+
+
+def record_key(record: Any) -> RecordKey | None:
+    """The key of a saved record (None for an entry that is not an annotation record).
+
+    Records written before annotator names existed have the annotator ``""``; records without a
+    ``graph_name`` fall back to the file name in ``graph_id``.
+    """
+    if not isinstance(record, dict):
+        return None
+    graph = record.get("graph_name") or record.get("graph_id")
+    qa_id = record.get("qa_id") or record.get("query_id")
+    if not isinstance(graph, str) or not isinstance(qa_id, str):
+        return None
+    annotator = record.get("annotator")
+    return graph, qa_id, annotator.strip() if isinstance(annotator, str) else ""
 
 
 def _parse(path: Path) -> list[Any]:
@@ -199,3 +234,51 @@ def append_record(path: str | os.PathLike[str], record: dict[str, Any]) -> int:
         records.append(record)
         atomic_write_json(p, records, indent=2)
     return len(records)
+
+
+def save_record(path: str | os.PathLike[str], record: dict[str, Any]) -> tuple[int, bool]:
+    """Save one record, replacing the same annotator's earlier record of the same case.
+
+    Returns:
+        ``(records now saved, whether an earlier record was replaced)``.
+
+    Raises:
+        ValueError: the record has no ``graph_name``/``qa_id``.
+        OutputFileError: the file exists but is not a JSON array (nothing is written).
+        OSError: the folder cannot be written.
+    """
+    from membase.utils.io import atomic_write_json
+
+    key = record_key(record)
+    if key is None:
+        raise ValueError("an annotation record needs graph_name and qa_id")
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(p):
+        records = _parse(p)
+        kept = [r for r in records if record_key(r) != key]
+        replaced = len(kept) != len(records)
+        kept.append(record)
+        atomic_write_json(p, kept, indent=2)
+    return len(kept), replaced
+
+
+def delete_record(path: str | os.PathLike[str], key: RecordKey) -> bool:
+    """Remove the record with this key (one annotator's label of one case); False if none.
+
+    Raises:
+        OutputFileError: the file exists but is not a JSON array (nothing is written).
+        OSError: the folder cannot be written.
+    """
+    from membase.utils.io import atomic_write_json
+
+    p = Path(path)
+    if not p.exists():
+        return False
+    with _locked(p):
+        records = _parse(p)
+        kept = [r for r in records if record_key(r) != key]
+        if len(kept) == len(records):
+            return False
+        atomic_write_json(p, kept, indent=2)
+    return True

@@ -14,7 +14,7 @@ listed as such; files that cannot be read or parsed are *errors*, each with a on
 and the other files still load.
 
 The index (``dataset_index_<first 12 hex of md5(absolute data path)>.json``) records per file
-``{graph_name, graph_path, wrong_qas: [{qa_id, query_full_name}]}`` plus the file's mtime and
+``{graph_name, graph_path, wrong_qas: [{qa_id, query_full_name, question}]}`` plus the file's mtime and
 size, question counts and its classification. A file whose mtime or size changed since it was
 indexed (a graph file newer than the index) is parsed again; the others are not opened at all.
 The spec keeps the index in the app folder; that folder is often read-only (an installed
@@ -49,7 +49,7 @@ __all__ = [
     "open_dataset",
 ]
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 STAGE_FILES = ("graph_evaluation.json", "graph_search.json", "graph_construction.json")
 """``python -m membase`` graph files, most cumulative first."""
 _INDEX_PREFIX = "dataset_index_"
@@ -71,7 +71,7 @@ class GraphEntry:
     mtime_ns: int
     size: int
     wrong_qas: list[dict[str, str]]
-    """``[{qa_id, query_full_name}]`` of the wrongly answered questions."""
+    """``[{qa_id, query_full_name, question}]`` of the wrongly answered questions."""
     counts: dict[str, int]
     """``questions``, ``correct``, ``wrong``, ``unjudged``, ``messages``, ``nodes``, ``annotations``."""
     project_id: str | None = None
@@ -153,8 +153,8 @@ def _entry_from_raw(index: GraphIndex, path: Path, root: Path, stamp: Any) -> di
         "graph_path": stamp.path,
         "mtime_ns": stamp.mtime_ns,
         "size": stamp.size,
-        "wrong_qas": [{"qa_id": q.qa_id, "query_full_name": q.query_full_name} for q in index.qas
-                      if q.status == "wrong"],
+        "wrong_qas": [{"qa_id": q.qa_id, "query_full_name": q.query_full_name, "question": q.question}
+                      for q in index.qas if q.status == "wrong"],
         "counts": counts,
         "project_id": index.project_id,
         "user_id": index.user_id,

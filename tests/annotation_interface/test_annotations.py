@@ -83,7 +83,14 @@ def test_record_layout(index):
                                      "reason": "why"},
         "graph_name": "mem0/a.json",
         "qa_id": "locomo-qa-1-2",
+        "annotator": "",
+        "unsure": False,
+        "comment": "",
     }
+    rec = store.build_record(graph_file_name="a.json", graph_name="mem0/a.json", qa=qa, attribution=att,
+                             annotator=" Ana ", unsure=True, comment=" maybe retrieval ")
+    assert (rec["annotator"], rec["unsure"], rec["comment"]) == ("Ana", True, "maybe retrieval")
+    assert store.record_key(rec) == ("mem0/a.json", "locomo-qa-1-2", "Ana")
 
 
 def test_append_creates_and_extends_the_array(tmp_path):
@@ -171,3 +178,68 @@ def test_an_output_path_that_cannot_be_a_file_is_named_before_any_save(tmp_path)
     with pytest.raises(OSError):
         store.append_record(blocker / "annotations.json", {"n": 1})
     assert blocker.read_text() == "x"
+
+
+def _rec(graph, qa, who, kind="UpdateError", **extra):
+    return {"graph_name": graph, "qa_id": qa, "annotator": who,
+            "manual_error_attribution": {"op_id": "op-1", "error_type": kind, "edge_id": "e", "reason": "r"}, **extra}
+
+
+def test_a_second_save_of_a_case_replaces_the_annotators_record_only(tmp_path):
+    out = tmp_path / "out.json"
+    assert store.save_record(out, _rec("g.json", "q1", "ana")) == (1, False)
+    assert store.save_record(out, _rec("g.json", "q1", "bo")) == (2, False)
+    assert store.save_record(out, _rec("g.json", "q2", "ana")) == (3, False)
+    assert store.save_record(out, _rec("g.json", "q1", "ana", kind="RetrievalError")) == (3, True)
+    records = json.loads(out.read_text())
+    mine = [r for r in records if r["annotator"] == "ana" and r["qa_id"] == "q1"]
+    assert [r["manual_error_attribution"]["error_type"] for r in mine] == ["RetrievalError"]
+    assert {(r["qa_id"], r["annotator"]) for r in records} == {("q1", "ana"), ("q1", "bo"), ("q2", "ana")}
+
+
+def test_delete_removes_one_annotators_record(tmp_path):
+    out = tmp_path / "out.json"
+    assert store.delete_record(out, ("g.json", "q1", "ana")) is False  # no file yet: nothing to delete
+    store.save_record(out, _rec("g.json", "q1", "ana"))
+    store.save_record(out, _rec("g.json", "q1", "bo"))
+    assert store.delete_record(out, ("g.json", "q1", "ana")) is True
+    assert store.delete_record(out, ("g.json", "q1", "ana")) is False
+    assert [r["annotator"] for r in json.loads(out.read_text())] == ["bo"]
+
+
+def test_old_records_without_annotator_keep_working(tmp_path):
+    out = tmp_path / "out.json"
+    store.append_record(out, {"graph_id": "g.json", "query_id": "query:q1@1", "manual_error_attribution": {}})
+    assert store.record_key(json.loads(out.read_text())[0]) == ("g.json", "query:q1@1", "")
+    assert store.record_key({"n": 1}) is None and store.record_key([1]) is None
+    with pytest.raises(ValueError, match="graph_name and qa_id"):
+        store.save_record(out, {"n": 1})
+
+
+def test_save_refuses_to_overwrite_a_non_array(tmp_path):
+    out = tmp_path / "out.json"
+    out.write_text('{"records": []}')
+    with pytest.raises(store.OutputFileError):
+        store.save_record(out, _rec("g.json", "q1", "ana"))
+    with pytest.raises(store.OutputFileError):
+        store.delete_record(out, ("g.json", "q1", "ana"))
+    assert out.read_text() == '{"records": []}'
+
+
+def test_concurrent_annotators_saving_in_processes_keep_one_record_each(tmp_path):
+    """Three annotators on one folder, each saving every case twice (the second save an edit)."""
+    out = tmp_path / "out.json"
+    code = textwrap.dedent(f"""
+        import sys
+        from annotation_interface.annotations import save_record
+        for round_ in range(2):
+            for i in range(8):
+                save_record({str(out)!r}, {{"graph_name": "g.json", "qa_id": f"q{{i}}", "annotator": sys.argv[1],
+                                           "round": round_, "manual_error_attribution": {{}}}})
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code, who], cwd=os.getcwd()) for who in ("a", "b", "c")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    records = json.loads(out.read_text())
+    assert sorted((r["annotator"], r["qa_id"]) for r in records) == sorted(
+        (w, f"q{i}") for w in "abc" for i in range(8))
+    assert {r["round"] for r in records} == {1}

@@ -43,7 +43,8 @@ def test_index_file_name_and_layout(faultbench, tmp_path):
     entry = next(f for f in saved["files"] if f.get("graph_name") == path.relative_to(faultbench).as_posix())
     assert entry["graph_path"] == str(path.resolve())
     wrong = [q for q in build_graph_index(load_json(path)).qas if q.status == "wrong"]
-    assert wrong and entry["wrong_qas"] == [{"qa_id": q.qa_id, "query_full_name": q.query_full_name} for q in wrong]
+    assert wrong and entry["wrong_qas"] == [{"qa_id": q.qa_id, "query_full_name": q.query_full_name,
+                                                 "question": q.question} for q in wrong]
     assert entry["wrong_qas"][0]["query_full_name"] == "query:" + entry["wrong_qas"][0]["qa_id"]
 
 
