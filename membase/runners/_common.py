@@ -121,6 +121,27 @@ class RunReport:
         with self._lock:
             self.failures.append(failure)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a report travels back from a worker process or a Ray task; its lock does not
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def merge(self, part: RunReport) -> None:
+        """Add the report of one trajectory's task (run elsewhere) to this run's report."""
+        with self._lock:
+            self.users_done.extend(part.users_done)
+            self.users_skipped.extend(part.users_skipped)
+            self.users_failed.update(part.users_failed)
+            self.failures.extend(part.failures)
+            self.outputs.extend(part.outputs)
+            self.usage.update(part.usage)
+            self.items_done += part.items_done
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {

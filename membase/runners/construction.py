@@ -32,6 +32,7 @@ from membase.runners._common import (
     tracing_switch,
     write_graph,
 )
+from membase.runners._executors import NO_PROGRESS, FanOut, TaskCrash, crashed_report, fan_out
 from membase.types import MemoryDataset, Trajectory
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher
@@ -73,8 +74,9 @@ class ConstructionRunnerConfig(BaseModel):
 class ConstructionRunner:
     """Builds the memory of each trajectory of a dataset."""
 
-    def __init__(self, config: ConstructionRunnerConfig) -> None:
+    def __init__(self, config: ConstructionRunnerConfig, *, fan_out: FanOut | None = None) -> None:
         self.config = config
+        self.fan_out = fan_out or FanOut()  # processes/Ray; `num_workers` threads apply inline only
         self._progress_lock = threading.Lock()
 
     def user_save_dir(self, user_id: str) -> str:
@@ -91,11 +93,27 @@ class ConstructionRunner:
             with tracing_switch(self.config.tracing), tqdm(
                 total=total, desc="construction", unit="msg", disable=not self.config.show_progress
             ) as bar:
-                bounded_map(lambda traj: self._run_user(traj, report, bar), dataset.trajectories,
-                            self.config.num_workers)
+                if self.fan_out.inline:
+                    bounded_map(lambda traj: self._run_user(traj, report, bar), dataset.trajectories,
+                                self.config.num_workers)
+                else:
+                    self._run_fanned_out(dataset.trajectories, report, bar)
         finally:  # a run stopped by a fatal error still leaves its report
             report.save(Path(self.config.save_dir) / "construction_report.json")
         return report
+
+    def _run_fanned_out(self, trajectories: list[Trajectory], report: RunReport, bar: Any) -> None:
+        parts: dict[int, RunReport] = {}
+        try:
+            tasks = [(self.config, traj) for traj in trajectories]
+            for index, part in fan_out(_construct_user, tasks, self.fan_out):
+                if isinstance(part, TaskCrash):
+                    part = crashed_report("construction", trajectories[index].id, part)
+                parts[index] = part
+                bar.update(len(trajectories[index].messages))
+        finally:  # input order, as the sequential run writes it; what finished is kept on a stop
+            for index in sorted(parts):
+                report.merge(parts[index])
 
     def _user_folder(self, user_id: str) -> Path:
         """The memory folder of one user; refuses an id that would point outside `save_dir`."""
@@ -237,6 +255,15 @@ class ConstructionRunner:
             item_id, error = _failure_fields(entry)
             report.add_recorded_failure(user_id, item_id, error)
         return len(new)
+
+
+def _construct_user(config: ConstructionRunnerConfig, traj: Trajectory) -> RunReport:
+    """One user's build in a worker process or Ray task: its own report, nothing else kept."""
+    runner = ConstructionRunner(config)
+    part = RunReport(stage="construction")
+    with tracing_switch(config.tracing):
+        runner._run_user(traj, part, NO_PROGRESS)
+    return part
 
 
 def _layer_failures(layer: Any) -> list[Any]:

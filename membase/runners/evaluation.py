@@ -40,6 +40,8 @@ from membase.runners._common import (
     tracing_switch,
     write_graph,
 )
+from membase.runners._executors import FanOut, TaskCrash, crashed_report, fan_out
+from membase.runners._portable_models import add_usage, model_recipe
 from membase.types import MemoryEntry, QuestionAnswerPair
 from membase.utils.io import atomic_write_json
 
@@ -100,6 +102,7 @@ class EvaluationRunner:
         qa_model: ChatModel,
         judge_model: ChatModel | None = None,
         context_builder: Callable[[list[MemoryEntry]], str] = default_context_builder,
+        fan_out: FanOut | None = None,
     ) -> None:
         unknown = set(config.metrics) - set(METRICS)
         if unknown:
@@ -114,6 +117,8 @@ class EvaluationRunner:
         self.qa_model = qa_model
         self.judge_model = judge_model
         self.context_builder = context_builder
+        self.fan_out = fan_out or FanOut()
+        self._worker_usage: dict[str, Any] | None = None  # summed over the workers of a fanned-out run
         self.judge_template_name = judge_template_name(config.dataset_type)
         self.judge_template = get_judge_template(self.judge_template_name)
 
@@ -151,6 +156,9 @@ class EvaluationRunner:
             with tracing_switch(self.config.tracing), tqdm(
                 total=len(records), desc="evaluation", unit="q", disable=not self.config.show_progress
             ) as bar:
+                if not self.fan_out.inline:
+                    self._run_fanned_out(by_user, report, outputs, bar)
+                    return report
                 for user_id, user_records in by_user.items():
                     try:
                         outputs.extend(self._run_user(user_id, user_records, report))
@@ -164,14 +172,41 @@ class EvaluationRunner:
                         atomic_write_json(self.output_path, outputs)
                     bar.update(len(user_records))
         finally:  # a run stopped by a fatal error still leaves its report (partial metrics)
-            report.usage = {"qa_model": self.qa_model.usage.as_dict(),
-                            "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
+            report.usage = self._worker_usage or {
+                "qa_model": self.qa_model.usage.as_dict(),
+                "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
             report.metrics = summarize_metrics(outputs, self.config.metrics)
             for group, entry in report.metrics.items():
                 means = ", ".join(f"{n}={v:.3f}" for n, v in entry.items() if n in METRICS)
                 logger.info("evaluation %s: n=%d failed=%d %s", group, entry["n"], entry["failed"], means)
             report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
         return report
+
+    def _run_fanned_out(self, by_user: dict[str, list[dict[str, Any]]], report: RunReport,
+                        outputs: list[dict[str, Any]], bar: Any) -> None:
+        """Each user in a worker; the output file holds the finished users in input order."""
+        ray = self.fan_out.executor == "ray"
+        recipes = (model_recipe(self.qa_model, role="qa model", needs_pickle=not ray),
+                   model_recipe(self.judge_model, role="judge model", needs_pickle=not ray)
+                   if self.judge_model is not None else None)
+        users = list(by_user.items())
+        tasks = [(self.config, recipes, self.context_builder, user_id, records) for user_id, records in users]
+        parts: dict[int, tuple[RunReport, list[dict[str, Any]]]] = {}
+        zero = self.qa_model.usage.__class__().as_dict()
+        self._worker_usage = {"qa_model": zero, "judge_model": dict(zero) if self.judge_model is not None else None}
+        try:
+            for index, part in fan_out(_evaluate_user, tasks, self.fan_out):
+                if isinstance(part, TaskCrash):
+                    part = (crashed_report("evaluation", users[index][0], part), [], {})
+                parts[index] = part[:2]
+                for role, usage in part[2].items():
+                    self._worker_usage[role] = add_usage(self._worker_usage[role], usage)
+                outputs[:] = [out for i in sorted(parts) for out in parts[i][1]]
+                atomic_write_json(self.output_path, outputs)
+                bar.update(len(users[index][1]))
+        finally:
+            for index in sorted(parts):
+                report.merge(parts[index][0])
 
     # -- per user -------------------------------------------------------------------------------
     def _run_user(self, user_id: str, records: list[dict[str, Any]], report: RunReport) -> list[dict[str, Any]]:
@@ -370,6 +405,29 @@ class EvaluationRunner:
     def _count_done(items: list[_Item], report: RunReport) -> None:
         with report._lock:
             report.items_done += sum(1 for item in items if item.error is None)
+
+
+def _evaluate_user(config: EvaluationRunnerConfig, recipes: tuple[Callable[[], Any], Callable[[], Any] | None],
+                   context_builder: Callable[[list[MemoryEntry]], str], user_id: str, records: list[dict[str, Any]]
+                   ) -> tuple[RunReport, list[dict[str, Any]], dict[str, Any]]:
+    """One user's evaluation in a worker process or Ray task: report, output records, model usage."""
+    qa_model = recipes[0]()
+    judge_model = recipes[1]() if recipes[1] is not None else None
+    runner = EvaluationRunner(config, qa_model=qa_model, judge_model=judge_model, context_builder=context_builder)
+    part = RunReport(stage="evaluation")
+    outputs: list[dict[str, Any]] = []
+    with tracing_switch(config.tracing):
+        try:
+            outputs = runner._run_user(user_id, records, part)
+            part.users_done.append(user_id)
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:
+            part.add_failure(user_id, user_id, exc)
+            part.users_failed[user_id] = str(exc)
+    usage = {"qa_model": qa_model.usage.as_dict(),
+             "judge_model": judge_model.usage.as_dict() if judge_model is not None else None}
+    return part, outputs, usage
 
 
 def _tracing_on() -> bool:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from membase.exceptions import FATAL_ERRORS, MemoryNotFoundError
 from membase.layers import build_layer
 from membase.runners._common import RunReport, graph_file, read_graph, tracing_switch, write_graph
+from membase.runners._executors import NO_PROGRESS, FanOut, TaskCrash, crashed_report, fan_out
 from membase.types import MemoryDataset, QuestionAnswerPair, Trajectory
 from membase.utils.io import atomic_write_json
 
@@ -54,9 +55,11 @@ class SearchRunner:
     """Retrieves memories for every question of a dataset."""
 
     def __init__(self, config: SearchRunnerConfig,
-                 question_filter: Callable[[QuestionAnswerPair], bool] | None = None) -> None:
+                 question_filter: Callable[[QuestionAnswerPair], bool] | None = None,
+                 *, fan_out: FanOut | None = None) -> None:
         self.config = config
         self.question_filter = question_filter
+        self.fan_out = fan_out or FanOut()
 
     @property
     def results_path(self) -> Path:
@@ -83,6 +86,9 @@ class SearchRunner:
             with tracing_switch(self.config.tracing), tqdm(
                 total=sum(len(q) for _, q in work), desc="search", unit="q", disable=not self.config.show_progress
             ) as bar:
+                if not self.fan_out.inline:
+                    self._run_fanned_out(work, report, results, bar)
+                    return report
                 for traj, qas in work:
                     try:
                         results.extend(self._run_user(traj, qas, report, bar))
@@ -97,6 +103,23 @@ class SearchRunner:
         finally:
             report.save(Path(self.config.save_dir) / "search_report.json")
         return report
+
+    def _run_fanned_out(self, work: list[tuple[Trajectory, list[QuestionAnswerPair]]], report: RunReport,
+                        results: list[dict[str, Any]], bar: Any) -> None:
+        """Each user in a worker; the results file holds the finished users in input order."""
+        parts: dict[int, tuple[RunReport, list[dict[str, Any]]]] = {}
+        try:
+            tasks = [(self.config, traj, qas) for traj, qas in work]
+            for index, part in fan_out(_search_user, tasks, self.fan_out):
+                if isinstance(part, TaskCrash):
+                    part = (crashed_report("search", work[index][0].id, part), [])
+                parts[index] = part
+                results[:] = [record for i in sorted(parts) for record in parts[i][1]]
+                atomic_write_json(self.results_path, results)
+                bar.update(len(work[index][1]))
+        finally:
+            for index in sorted(parts):
+                report.merge(parts[index][0])
 
     def _open_layer(self, traj: Trajectory) -> Any:
         cfg = self.config
@@ -164,3 +187,22 @@ class SearchRunner:
             if registered:
                 ctx.remove_variable("query")
         return record
+
+
+
+def _search_user(config: SearchRunnerConfig, traj: Trajectory, qas: list[QuestionAnswerPair]
+                 ) -> tuple[RunReport, list[dict[str, Any]]]:
+    """One user's search in a worker process or Ray task: its report and its result records."""
+    part = RunReport(stage="search")
+    records: list[dict[str, Any]] = []
+    with tracing_switch(config.tracing):
+        try:
+            records = SearchRunner(config)._run_user(traj, qas, part, NO_PROGRESS)
+            part.users_done.append(traj.id)
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:
+            part.add_failure(traj.id, traj.id, exc)
+            part.users_failed[traj.id] = str(exc)
+    return part, records
+
