@@ -12,6 +12,7 @@ unreachable model endpoint (one-line message on stderr), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -88,12 +89,27 @@ def _chat_model(spec: str, args: argparse.Namespace) -> Any:
         from membase.clients.fake import FunctionChatModel
 
         reply = spec.split(":", 1)[1]
-        return FunctionChatModel(lambda _messages, **_kw: reply, model=spec)
+        return FunctionChatModel(functools.partial(_fixed_reply, reply), model=spec)  # picklable for --workers
     from membase.clients import ChatClient, CredentialPool
 
     pool = CredentialPool.resolve(api_config_path=args.api_config)
     return ChatClient(spec, credentials=pool, timeout=args.timeout, max_retries=args.max_retries,
                       cache_dir=args.cache_dir)
+
+
+def _fixed_reply(reply: str, _messages: Any, **_kw: Any) -> str:
+    return reply
+
+
+def _fan_out(args: argparse.Namespace) -> Any:
+    """Where the trajectories run (`--workers`, `--executor`, `--ray-address`)."""
+    import importlib.util
+
+    from membase.runners._executors import FanOut, ray_missing_message
+
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(ray_missing_message())
+    return FanOut(workers=args.workers, executor=args.executor, ray_address=args.ray_address)
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str]:
@@ -113,7 +129,7 @@ def _construct(args: argparse.Namespace) -> dict[str, Any]:
         layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
         tracing=args.tracing, num_workers=args.num_workers, rerun=args.rerun, fail_fast=args.fail_fast,
         show_progress=not args.quiet,
-    ))
+    ), fan_out=_fan_out(args))
     return runner.run(_dataset(args)).as_dict()
 
 
@@ -126,7 +142,7 @@ def _search_runner(args: argparse.Namespace) -> Any:
         layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
         top_k=args.top_k, tracing=args.tracing, skip_question_types=args.skip_question_types,
         start_idx=args.start_idx, end_idx=args.end_idx, show_progress=not args.quiet,
-    ))
+    ), fan_out=_fan_out(args))
 
 
 def _search(args: argparse.Namespace) -> dict[str, Any]:
@@ -147,6 +163,7 @@ def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
         ),
         qa_model=_chat_model(args.qa_model, args),
         judge_model=_chat_model(args.judge_model, args) if "llm_judge" in metrics else None,
+        fan_out=_fan_out(args),
     )
     return runner.run().as_dict()
 
@@ -167,6 +184,30 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
     p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
     p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_fan_out(p)
+
+
+def _add_fan_out(p: argparse.ArgumentParser) -> None:
+    from membase.runners._executors import EXECUTORS
+
+    p.add_argument("--workers", type=_positive_int, default=None,
+                   help="trajectories run at the same time in worker processes (default 1: in this process); "
+                   "with --executor ray, Ray tasks in flight (default: the cluster's CPUs). Outputs are the "
+                   "same as with one worker; see docs/fanout.md")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: this machine; ray: a Ray cluster (pip install 'memtrace-llm[ray]')")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join (auto, ray://host:10001); default: start a local Ray instance")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:
