@@ -89,8 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="graph_search (default, the paper), operation_block_search, long_context, or "
                       "evidence_flow (no attribution LLM)")
     ours.add_argument("--targets", default=None,
-                      help="comma list of targets to optimize (bundle fields or graph variable names; default: all "
-                      "prompt targets of the layer)")
+                      help="qa (the answer prompt only), memory (every other prompt and the layer's parameters, e.g. "
+                      "top_k), all, or a comma list of targets (bundle fields or graph variable names); default: all "
+                      "prompt targets of the layer, as in the paper")
+    ours.add_argument("--parameter-trials", type=_positive_int, default=4,
+                      help="Optuna trials per round for parameter targets (each reruns the round's conversation; "
+                      "default: %(default)s)")
     ours.add_argument("--initial-prompts", default=None,
                       help="JSON file {target field or variable: text} overriding the config's starting prompts")
     ours.add_argument("--eval-trajectories", default="unsampled",

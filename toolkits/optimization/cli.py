@@ -155,6 +155,7 @@ def _run_settings(args: argparse.Namespace, initial: Any, targets: list[Any], se
         "batch_size_for_summarization": args.batch_size_for_summarization,
         "validation_gate": validation_indexes if args.validation_gate else None,
         "min_improvement": args.min_improvement if args.validation_gate else None,
+        "parameter_trials": args.parameter_trials if any(t.kind == "parameter" for t in targets) else None,
     }
 
 
@@ -183,15 +184,31 @@ def _initial_bundle(args: argparse.Namespace) -> Any:
         raise InputError(f"--config-path {args.config_path!r}: {exc}" if "--config-path" not in str(exc) else str(exc)) from None
 
 
-def _targets(args: argparse.Namespace, backend: str) -> list[Any]:
-    from toolkits.optimization.targets import TARGETS
+TARGET_SETS = ("qa", "memory", "all")
+"""``--targets`` shorthands: the answer prompt alone; the memory side (every other prompt and the
+layer's parameters); everything. The default (no ``--targets``) is every prompt target, as in the paper."""
 
+
+def _targets(args: argparse.Namespace, backend: str) -> list[Any]:
+    from toolkits.optimization.parameters import parameter_registry
+
+    registry = parameter_registry()
+    if args.targets and args.targets.strip() in TARGET_SETS:
+        every = registry.for_layer(backend)
+        chosen = {
+            "qa": [t for t in every if t.field == "question_answering_prompt"],
+            "memory": [t for t in every if t.field != "question_answering_prompt"],
+            "all": every,
+        }[args.targets.strip()]
+        if not chosen:
+            raise InputError(f"--targets {args.targets}: the {backend} layer has no such target")
+        return chosen
     if args.targets:
         try:
-            return TARGETS.select(backend, [n.strip() for n in args.targets.split(",") if n.strip()])
+            return registry.select(backend, [n.strip() for n in args.targets.split(",") if n.strip()])
         except KeyError as exc:
             raise InputError(f"--targets: {exc.args[0]}") from None
-    targets = TARGETS.for_layer(backend, kinds=("prompt",))
+    targets = registry.for_layer(backend, kinds=("prompt",))
     if not targets:
         raise InputError(f"the {backend} layer has no prompt targets")
     return targets
@@ -415,9 +432,15 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
         raise InputError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - e.g. real requests switched off in tests
         raise InputError(f"endpoint check failed: {type(exc).__name__}: {exc}") from None
+    parameters = None
+    if any(t.kind == "parameter" for t in targets):
+        from toolkits.optimization.param_tasks import PipelineParameterOptimizer
+
+        metric = "llm_judge" if "llm_judge" in settings.metrics else settings.metrics[0]
+        parameters = PipelineParameterOptimizer(settings=settings, metric=metric, trials=args.parameter_trials)
     return PromptRoundStep(
         targets=targets, settings=settings, attribution=attribution,
-        optimizers=default_optimizers(runner, args.optimization_batch_size), seed=args.seed, gate=gate,
+        optimizers=default_optimizers(runner, args.optimization_batch_size, parameters), seed=args.seed, gate=gate,
     )
 
 

@@ -449,6 +449,10 @@ class PromptRoundStep:
             groups = group_attributions(attributions, graph, self.targets)
         atomic_write_json(folder / GROUPED_FILENAME, groups.as_json())
 
+        for optimizer in self.optimizers.values():
+            begin_round = getattr(optimizer, "begin_round", None)
+            if begin_round is not None:  # parameter searches rerun the round's configuration on its conversation
+                begin_round(ctx.bundle, ctx.dataset)
         result_opt, tasks = self._optimize(groups, graph, effective, folder, k)
         for optimizer in self.optimizers.values():
             optimizer.save_state(folder)
@@ -518,15 +522,21 @@ class PromptRoundStep:
         by_optimizer: dict[str, list[TargetTask]] = {}
         for task in tasks:
             by_optimizer.setdefault(task.target.optimizer, []).append(task)
-        updates: dict[str, Any] = {}
-        outcomes: list[TargetOutcome] = []
-        costs_by_optimizer: dict[str, Any] = {}
+        # one optimizer registered under several names (the parameter search takes int, float and
+        # categorical parameters) gets all its tasks in one call: one study over every parameter
+        merged: dict[int, tuple[str, list[TargetTask]]] = {}
         for name, group in by_optimizer.items():
             optimizer = self.optimizers.get(name)
             if optimizer is None:
                 warnings.warn(f"no optimizer {name!r} for targets {[t.target.field for t in group]}; skipped",
                               stacklevel=2)
                 continue
+            merged.setdefault(id(optimizer), (name, []))[1].extend(group)
+        updates: dict[str, Any] = {}
+        outcomes: list[TargetOutcome] = []
+        costs_by_optimizer: dict[str, Any] = {}
+        for name, group in merged.values():
+            optimizer = self.optimizers[name]
             result = optimizer.optimize(group, graph, seed=self.seed + k, folder=folder)
             updates.update(result.updates)
             outcomes.extend(result.outcomes)
@@ -566,6 +576,14 @@ def _write_empty_stage_files(folder: Path) -> None:
             atomic_write_json(folder / name, {})
 
 
-def default_optimizers(runner: OptimizerRunner, batch_size: int) -> dict[str, TargetOptimizer]:
-    """The optimizer registry of the prompt loop: ``textual_gradient`` → ``runner``."""
-    return {TEXTUAL_GRADIENT: TextualGradientOptimizer(runner, batch_size=batch_size)}
+def default_optimizers(runner: OptimizerRunner, batch_size: int, parameters: TargetOptimizer | None = None
+                       ) -> dict[str, TargetOptimizer]:
+    """The optimizer registry of the prompt loop: ``textual_gradient`` → ``runner``; with ``parameters``
+    (e.g. :class:`toolkits.optimization.param_tasks.PipelineParameterOptimizer`) the parameter searches too."""
+    optimizers: dict[str, TargetOptimizer] = {TEXTUAL_GRADIENT: TextualGradientOptimizer(runner, batch_size=batch_size)}
+    if parameters is not None:
+        from toolkits.optimization.search import BAYESIAN_TPE, CATEGORICAL_TPE
+
+        optimizers[BAYESIAN_TPE] = parameters
+        optimizers[CATEGORICAL_TPE] = parameters
+    return optimizers
