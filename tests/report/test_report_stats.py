@@ -83,7 +83,7 @@ def test_most_blamed_operations_are_resolved_in_the_graphs(analysis, all_outputs
     assert counts == sorted(counts, reverse=True)
 
 
-def test_loss_funnel_falls_back_to_error_types_without_trails(analysis, all_outputs):
+def test_loss_funnel_places_cases_by_error_type_without_trails(analysis, all_outputs):
     funnel = analysis.statistics["loss_funnel"]["overall"]
     lost = Counter(
         STAGE_OF_TYPE[r["error_attribution_result"]["error_type"]]
@@ -91,7 +91,8 @@ def test_loss_funnel_falls_back_to_error_types_without_trails(analysis, all_outp
         if not r["attribution_failure"]
     )
     assert funnel["lost_at"] == {s: lost[s] for s in FUNNEL_STAGES}
-    assert funnel["basis"] == {"trail": 0, "error_type": sum(lost.values()), "unknown": 0}
+    assert funnel["cases"] == sum(lost.values()) and funnel["unknown"] == 0
+    assert funnel["trail"] == {"checked": 0, "agrees": 0, "contradicts": 0}
     remaining = sum(lost.values())
     for stage in FUNNEL_STAGES:
         remaining -= lost[stage]
@@ -211,7 +212,7 @@ def test_trails_are_found_wherever_a_version_stores_them():
     assert find_trail({"error_attribution_result": {"trail": "not a trail"}}) is None
 
 
-def test_the_trail_wins_over_the_error_type_and_disagreements_are_counted(tmp_path, outputs_dir):
+def test_a_trail_that_contradicts_its_verdict_is_listed_and_stays_at_the_verdicts_stage(tmp_path, outputs_dir):
     data = json.loads((outputs_dir / "mem0.json").read_text(encoding="utf-8"))
     records = [r for r in data["results"] if not r["attribution_failure"]]
     # a ResponseError-typed case whose trail says the information never reached the context
@@ -221,14 +222,31 @@ def test_the_trail_wins_over_the_error_type_and_disagreements_are_counted(tmp_pa
     records[1]["error_attribution_result"]["error_type"] = "UpdateError"
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps({**data, "results": records}), encoding="utf-8")
-    funnel = analyse([path]).statistics["loss_funnel"]["overall"]
-    assert funnel["basis"]["trail"] == 2
-    assert funnel["trail_disagrees_with_error_type"] == 1
-    expected = Counter(STAGE_OF_TYPE[r["error_attribution_result"]["error_type"]] for r in records[2:])
-    expected["retrieval"] += 1
-    expected["update/deletion"] += 1
-    assert funnel["lost_at"] == {s: expected[s] for s in FUNNEL_STAGES}
+    stats = analyse([path]).statistics
+    funnel = stats["loss_funnel"]["overall"]
+    assert funnel["trail"] == {"checked": 2, "agrees": 1, "contradicts": 1}
+    expected = Counter(STAGE_OF_TYPE[r["error_attribution_result"]["error_type"]] for r in records)
+    assert funnel["lost_at"] == {s: expected[s] for s in FUNNEL_STAGES}  # the verdict places every case
+    [listed] = stats["loss_funnel"]["contradictions"]
+    assert (listed["query_id"], listed["verdict_stage"], listed["trail_stage"]) == (
+        records[0]["query_id"], "answer", "retrieval")
+    assert "context-" in listed["trail"] and listed["viewer_link"].startswith("http://localhost:8501/?folder=")
     assert loss_stage_of(records[0], "ResponseError").agrees_with_error_type is False
+    assert loss_stage_of(records[0], "ResponseError").stage == "answer"
+
+
+def test_funnel_and_error_type_table_agree_for_every_case(analysis):
+    """One logic: per memory system, the cases lost at each stage are exactly the cases whose
+    error type implies that stage in the error-type table."""
+    for system, block in analysis.statistics["error_types"]["by_memory_system"].items():
+        funnel = analysis.statistics["loss_funnel"]["by_memory_system"][system]
+        from_table = Counter()
+        for error_type, n in block["counts"].items():
+            from_table[STAGE_OF_TYPE[error_type]] += n
+        assert funnel["lost_at"] == {s: from_table[s] for s in FUNNEL_STAGES}, system
+    for fact in analysis.facts:
+        if fact.attributed:
+            assert fact.loss_stage == STAGE_OF_TYPE[fact.error_type], fact.query_id
 
 
 def test_fixture_has_the_deviations_the_tests_rely_on(all_outputs):
@@ -255,9 +273,12 @@ def test_real_evidence_flow_trails_under_the_record_key_place_every_loss(tmp_pat
         })
     path = tmp_path / "evidence_flow.json"
     path.write_text(json.dumps({"split": "all", "exploration_strategy": "evidence_flow", "results": records}))
-    funnel = analyse([path]).statistics["loss_funnel"]["overall"]
-    assert funnel["basis"] == {"trail": len(records), "error_type": 0, "unknown": 0}
-    assert funnel["trail_disagrees_with_error_type"] == 0
+    analysis = analyse([path])
+    funnel = analysis.statistics["loss_funnel"]["overall"]
+    assert funnel["trail"] == {"checked": len(records), "agrees": len(records), "contradicts": 0}
+    assert analysis.statistics["loss_funnel"]["contradictions"] == []
+    for fact in analysis.facts:  # the funnel and the error-type table place every record alike
+        assert fact.loss_stage == fact.trail_stage == STAGE_OF_TYPE[fact.error_type], fact.query_id
     expected = Counter(STAGE_OF_TYPE[r["error_attribution_result"]["error_type"]] for r in records)
     assert funnel["lost_at"] == {s: expected[s] for s in FUNNEL_STAGES}
     assert len([s for s in FUNNEL_STAGES if expected[s]]) >= 4  # the benchmark loses information at most stages

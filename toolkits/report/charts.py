@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkits.bench_utils import ERROR_TYPES
-
 from .funnel import FUNNEL_STAGES
 from .stats import CaseFacts
 
@@ -31,8 +29,15 @@ ERROR_TYPE_COLORS = {
     "DeletionError": "#E45756",
     "RetrievalError": "#72B7B2",
     "ResponseError": "#54A24B",
+    "LLMAsAJudgeError": "#B279A2",
+    "AnnotationError": "#9D755D",
 }
+"""The one colour of each error type, in every chart (non-memory verdicts included)."""
 _OTHER_COLOR = "#9D9D9D"
+# colours for series that are not error types (memory systems, metrics): none is an error type's
+SERIES_COLORS = ("#1B1B3A", "#8C8C8C", "#C9A227", "#17A398", "#6A4C93", "#D1495B")
+# a decision is drawn in the colour of the error type it reads as
+_DECISION_TYPES = {"ADD": "ExtractionError", "NONE": "ExtractionError", "UPDATE": "UpdateError", "DELETE": "DeletionError"}
 PNG_SIZE = (900, 520)
 PNG_TIMEOUT_S = 180.0
 INSTALL_HINT = "pip install -e '.[report]'"
@@ -90,13 +95,31 @@ def _ordered_types(*maps: dict[str, Any]) -> list[str]:
     seen: set[str] = set()
     for m in maps:
         seen.update(m)
-    return [t for t in ERROR_TYPES if t in seen] + sorted(seen - set(ERROR_TYPES))
+    return [t for t in ERROR_TYPE_COLORS if t in seen] + sorted(seen - set(ERROR_TYPE_COLORS))
+
+
+def _type_distribution_chart(block: dict[str, Any], *, slug: str, title: str, scope: str) -> Chart | None:
+    """One bar per error type (used where a grouping has one group: one stacked bar says less)."""
+    import plotly.graph_objects as go
+
+    counts = block["counts"]
+    if not counts:
+        return None
+    types = list(counts)
+    fig = go.Figure(go.Bar(
+        x=types, y=[counts[t] for t in types], marker_color=[ERROR_TYPE_COLORS.get(t, _OTHER_COLOR) for t in types],
+        text=[f"{counts[t]} ({block['shares'][t]:.0%})" for t in types], textposition="outside",
+        hovertemplate="%{x}: %{y} case(s)<extra></extra>", showlegend=False,
+    ))
+    _layout(fig, title, xaxis_title="error type", yaxis_title="cases with a verdict",
+            yaxis=_count_axis(max(counts.values())))
+    return Chart(slug=slug, title=title, figure=fig, caption=f"Cases of {scope} per error type (count and share).")
 
 
 def _error_types_chart(groups: dict[str, Any], *, slug: str, title: str, axis: str) -> Chart | None:
     import plotly.graph_objects as go
 
-    if not groups:
+    if len(groups) < 2:  # one group: a single stacked bar would repeat the overall split
         return None
     names = list(groups)
     types = _ordered_types(*(g["counts"] for g in groups.values()))
@@ -110,16 +133,16 @@ def _error_types_chart(groups: dict[str, Any], *, slug: str, title: str, axis: s
             textposition="inside",
             hovertemplate=f"{t}<br>%{{x}}: %{{y}} case(s)<extra></extra>",
         )
-    _layout(fig, title, barmode="stack", xaxis_title=axis, yaxis_title="attributed cases",
-            yaxis=_count_axis(max((g["attributed"] for g in groups.values()), default=0)))
+    _layout(fig, title, barmode="stack", xaxis_title=axis, yaxis_title="cases with a verdict",
+            yaxis=_count_axis(max((g["verdicts"] for g in groups.values()), default=0)))
     return Chart(slug=slug, title=title, figure=fig,
-                 caption=f"Attributed cases per {axis}, split by predicted error type (count and share of the {axis}).")
+                 caption=f"Cases per {axis}, split by predicted error type (count and share of the {axis}).")
 
 
 def _blamed_chart(rows: list[dict[str, Any]], *, key: str, slug: str, title: str, unresolved: int) -> Chart | None:
     import plotly.graph_objects as go
 
-    if not rows:
+    if len(rows) < 2:  # one operation: a single bar says what the table says
         return None
     labels = [r[key] for r in rows][::-1]  # largest at the top of a horizontal bar chart
     types = _ordered_types(*(r["error_types"] for r in rows))
@@ -138,38 +161,85 @@ def _blamed_chart(rows: list[dict[str, Any]], *, key: str, slug: str, title: str
                  caption=f"How often each {key.replace('_', ' ')} is the attributed faulty operation, by error type.{note}")
 
 
-_STAGE_LABELS = {
-    "extraction": "captured in memory (extraction)",
-    "update/deletion": "kept through updates and deletions",
-    "store": "in the store at question time",
-    "retrieval": "in the answering context (retrieval)",
-    "answer": "used correctly in the answer",
+_FUNNEL_TICKS = {  # short two-line ticks: five groups of four bars fit 900 px
+    "extraction": "captured<br>(extraction)",
+    "update/deletion": "kept through<br>updates/deletions",
+    "store": "in the store at<br>question time",
+    "retrieval": "in the answering<br>context (retrieval)",
 }
 
 
 def _funnel_chart(funnel: dict[str, Any]) -> Chart | None:
+    """Share of each memory system's cases still carrying the information after each stage:
+    grouped bars, one colour per system, so four systems stay readable side by side."""
     import plotly.graph_objects as go
 
     overall = funnel["overall"]
     if not overall["cases"]:
         return None
-    labels = ["failed cases (information in the conversation)", *(_STAGE_LABELS[s] for s in FUNNEL_STAGES)]
-    fig = go.Figure()
-    systems = funnel["by_memory_system"]
+    systems = {name: f for name, f in funnel["by_memory_system"].items() if f["cases"]}
     series = systems if len(systems) > 1 else {"all cases": overall}
-    for name, f in series.items():
-        if not f["cases"]:
-            continue
-        values = [f["cases"], *(f["carried_after"][s] for s in FUNNEL_STAGES)]
-        fig.add_trace(go.Funnel(name=name, y=labels, x=values, textinfo="value+percent initial",
-                                marker_color=None if len(series) > 1 else "#4C78A8"))
-    basis = overall["basis"]
-    how = (f"{basis['trail']} case(s) placed by their evidence_flow trail, {basis['error_type']} by their error type"
-           + (f", {basis['unknown']} unknown" if basis["unknown"] else ""))
+    labels = ["failed cases", *(_FUNNEL_TICKS[s] for s in FUNNEL_STAGES[:-1])]
+    fig = go.Figure()
+    for i, (name, f) in enumerate(series.items()):
+        values = [f["cases"], *(f["carried_after"][s] for s in FUNNEL_STAGES[:-1])]
+        shares = [v / f["cases"] for v in values]
+        fig.add_bar(name=f"{name} ({f['cases']})", x=labels, y=shares, marker_color=SERIES_COLORS[i % len(SERIES_COLORS)],
+                    text=[f"{v}" for v in values], textposition="outside",
+                    hovertemplate=f"{name}<br>%{{x}}: %{{text}} case(s), %{{y:.0%}}<extra></extra>")
     title = "Where the critical information was lost"
-    _layout(fig, title, margin={"l": 300, "r": 20, "t": 60, "b": 60})
+    _layout(fig, title, barmode="group", yaxis={"range": [0, 1.12], "tickformat": ".0%", "title": "share of the failed cases"},
+            margin={"l": 70, "r": 20, "t": 60, "b": 80}, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom",
+                                                                   "x": 1, "xanchor": "right"})
+    fig.update_xaxes(tickangle=0, automargin=True)
+    checked = overall["trail"]
+    how = (f"every case is placed by its verdict's error type; {checked['checked']} trail(s) checked, "
+           f"{checked['contradicts']} contradict their verdict (listed below)")
     return Chart(slug="loss_funnel", title=title, figure=fig,
-                 caption=f"Cases still carrying the information needed for the answer after each pipeline stage ({how}).")
+                 caption=f"Share (bar) and number (label) of each memory system's failed cases that still carried the "
+                         f"information needed for the answer after each pipeline stage; the drop from one bar to the "
+                         f"next is the loss at that stage ({how}).")
+
+
+def _decision_chart(rows: list[dict[str, Any]]) -> Chart | None:
+    """The ADD/UPDATE/DELETE/NONE split of the blamed memory update decisions, by error type."""
+    import plotly.graph_objects as go
+
+    row = next((r for r in rows if r.get("decision_events")), None)
+    if row is None or sum(1 for n in row["decision_events"].values() if n) < 2:
+        return None
+    events = [e for e, n in row["decision_events"].items() if n]
+    fig = go.Figure(go.Bar(x=events, y=[row["decision_events"][e] for e in events],
+                           marker_color=[ERROR_TYPE_COLORS[_DECISION_TYPES[e]] for e in events], showlegend=False,
+                           text=[str(row["decision_events"][e]) for e in events], textposition="outside"))
+    title = f"Blamed decisions of {row['op_name']}"
+    _layout(fig, title, xaxis_title="decision", yaxis_title="blamed cases",
+            yaxis=_count_axis(max(row["decision_events"].values())))
+    return Chart(slug="decision_events", title=title, figure=fig,
+                 caption="Which memory update decision lost the information, in the colour of the error type it "
+                         "reads as: a new fact added wrongly (ADD) or not kept (NONE) is an extraction error, a rewrite "
+                         "(UPDATE) an update error, a removal (DELETE) a deletion error.")
+
+
+def _recovery_chart(replay: dict[str, Any] | None) -> Chart | None:
+    """Rescued and not rescued replays per blamed operation."""
+    import plotly.graph_objects as go
+
+    if not replay or len(replay["by_op"]) < 1:
+        return None
+    rows = replay["by_op"][::-1]
+    names = [r["op_name"] for r in rows]
+    fig = go.Figure()
+    fig.add_bar(name="rescued", orientation="h", y=names, x=[r["rescued"] for r in rows], marker_color=SERIES_COLORS[3],
+                text=[f"{r['rescued']} of {r['replayed']} ({r['recovery_gain']:.0%})" for r in rows], textposition="inside")
+    fig.add_bar(name="not rescued", orientation="h", y=names, x=[r["replayed"] - r["rescued"] for r in rows],
+                marker_color=SERIES_COLORS[1])
+    title = "Recovery gain: failures rescued by repairing the blamed operation"
+    _layout(fig, title, barmode="stack", xaxis_title="replayed failures", height=max(320, 160 + 32 * len(rows)),
+            xaxis=_count_axis(max(r["replayed"] for r in rows)), margin={"l": 280, "r": 20, "t": 60, "b": 100})
+    return Chart(slug="recovery_gain", title=title, figure=fig,
+                 caption="Each failure was replayed with its blamed operation repaired and the downstream operations "
+                         "run again; rescued = the replayed answer was judged correct.")
 
 
 def _accuracy_chart(gold: dict[str, Any]) -> Chart | None:
@@ -180,8 +250,8 @@ def _accuracy_chart(gold: dict[str, Any]) -> Chart | None:
         return None
     types = list(by_type)
     fig = go.Figure()
-    for key, label, color in (("error_type_accuracy", "error type", "#4C78A8"), ("op_accuracy", "operation", "#F58518"),
-                              ("joint_accuracy", "both", "#54A24B")):
+    for key, label, color in (("error_type_accuracy", "error type", SERIES_COLORS[0]),
+                              ("op_accuracy", "operation", SERIES_COLORS[1]), ("joint_accuracy", "both", SERIES_COLORS[2])):
         values = [by_type[t][key] for t in types]
         fig.add_bar(name=label, x=types, y=values, marker_color=color, text=[f"{v:.0%}" for v in values],
                     textposition="outside")
@@ -246,9 +316,13 @@ def build_charts(statistics: dict[str, Any], facts: Sequence[CaseFacts]) -> tupl
         return [], f"charts skipped: plotly is not installed ({INSTALL_HINT})"
     error_types = statistics["error_types"]
     blamed = statistics["blamed_operations"]
+    by_system = _error_types_chart(error_types["by_memory_system"], slug="error_types_by_memory_system",
+                                   title="Error types per memory system", axis="memory system")
+    if by_system is None:
+        by_system = _type_distribution_chart(error_types["overall"], slug="error_types_by_memory_system",
+                                             title="Error types", scope="the memory system")
     candidates = [
-        _error_types_chart(error_types["by_memory_system"], slug="error_types_by_memory_system",
-                           title="Error types per memory system", axis="memory system"),
+        by_system,
         _error_types_chart(error_types["by_dataset_source"], slug="error_types_by_dataset_source",
                            title="Error types per dataset source", axis="dataset source"),
         _funnel_chart(statistics["loss_funnel"]),
@@ -256,6 +330,8 @@ def build_charts(statistics: dict[str, Any], facts: Sequence[CaseFacts]) -> tupl
                       title="Most-blamed operations", unresolved=blamed["unresolved"]),
         _blamed_chart(blamed["by_category"], key="category", slug="blamed_categories",
                       title="Most-blamed operation categories", unresolved=0),
+        _decision_chart(blamed["by_name"]),
+        _recovery_chart(statistics.get("replay")),
     ]
     if statistics.get("gold"):
         candidates += [_accuracy_chart(statistics["gold"]), _confusion_chart(statistics["gold"])]

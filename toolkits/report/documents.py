@@ -8,7 +8,9 @@ page; the HTML page inlines plotly.js once and works offline.
 
 from __future__ import annotations
 
+import ast
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,18 +98,94 @@ def _error_type_table(groups: dict[str, Any], label: str) -> Table:
 
 
 def _blamed_table(rows: list[dict[str, Any]], key: str, label: str) -> Table:
+    by_name = key == "op_name"
+    header = [label, "cases", "share", "error types", "memory systems"]
+    if by_name:
+        header += ["prompt target", "decisions"]
+    table_rows = []
+    for r in rows:
+        row = [
+            f"`{r[key]}`" if by_name else r[key],
+            str(r["count"]),
+            _pct(r["share"]),
+            ", ".join(f"{t} {n}" for t, n in r["error_types"].items()),
+            ", ".join(f"{s} {n}" for s, n in r["memory_systems"].items()),
+        ]
+        if by_name:
+            row.append(", ".join(f"`{t}` {n}" if not t.startswith("(") else f"{t} {n}"
+                                 for t, n in r.get("prompt_targets", {}).items()))
+            row.append(", ".join(f"{e} {n}" for e, n in (r.get("decision_events") or {}).items()) or "–")
+        table_rows.append(row)
+    return Table(header=header, rows=table_rows)
+
+
+def _shown(text: Any, limit: int = 240) -> str:
+    """A stored text for a table cell: repr quotes removed, one line, at most ``limit`` characters."""
+    value = str(text or "")
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        try:
+            literal = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            literal = None
+        if isinstance(literal, str):
+            value = literal
+    value = " ".join(value.split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _link(url: str | None, text: str = "open") -> str:
+    return f"[{text}]({url})" if url else "–"
+
+
+def _examples_table(row: dict[str, Any]) -> Table:
     return Table(
-        header=[label, "cases", "share", "error types", "memory systems"],
+        header=["case", "question", "gold", "prediction", "reason", "trail", "viewer"],
         rows=[
             [
-                f"`{r[key]}`" if key == "op_name" else r[key],
-                str(r["count"]),
-                _pct(r["share"]),
-                ", ".join(f"{t} {n}" for t, n in r["error_types"].items()),
-                ", ".join(f"{s} {n}" for s, n in r["memory_systems"].items()),
+                f"{e['query_id']} ({e['error_type']}" + (f", {e['decision_event']}" if e.get("decision_event") else "")
+                + (", rescued by replay" if e.get("rescued") else "") + ")",
+                _shown(e["question"], 160), _shown(e["golden_answer"], 120), _shown(e["prediction"], 160),
+                _shown(e["reason"], 300), _shown(e["trail"], 300) or "–", _link(e["viewer_link"]),
             ]
-            for r in rows
+            for e in row.get("examples", [])
         ],
+        caption=f"Examples blamed on `{row['op_name']}` ({len(row.get('examples', []))} of {row['count']})",
+    )
+
+
+def _prompt_target_table(targets: list[dict[str, Any]]) -> Table:
+    return Table(
+        header=["prompt target", "blamed cases", "operations", "error types", "rescued by replay"],
+        rows=[
+            [
+                t["target"] if t["target"].startswith("(") else f"`{t['target']}`",
+                str(t["count"]),
+                ", ".join(f"`{o}` {n}" for o, n in t["operations"].items()),
+                ", ".join(f"{e} {n}" for e, n in t["error_types"].items()),
+                f"{t['replay']['rescued']} of {t['replay']['replayed']}" if t["replay"]["replayed"] else "–",
+            ]
+            for t in targets
+        ],
+    )
+
+
+def _recovery_sentences(replay: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{replay['replayed']} failure(s) were replayed with their blamed operation repaired; "
+        f"{replay['rescued']} were rescued (recovery gain {_pct(replay['recovery_gain'])})."
+    ]
+    lines += [f"Repairing `{r['target']}` rescues {r['rescued']} of {r['replayed']} failure(s)."
+              for r in replay["by_prompt_target"] if not r["target"].startswith("(")]
+    lines += [f"Repairing `{r['op_name']}` rescues {r['rescued']} of {r['replayed']} failure(s)."
+              for r in replay["by_op"]]
+    return lines
+
+
+def _recovery_table(rows: list[dict[str, Any]], key: str, label: str) -> Table:
+    return Table(
+        header=[label, "replayed", "rescued", "recovery gain"],
+        rows=[[f"`{r[key]}`" if not r[key].startswith("(") else r[key], str(r["replayed"]), str(r["rescued"]),
+               _pct(r["recovery_gain"])] for r in rows],
     )
 
 
@@ -166,6 +244,33 @@ def _cost_table(costs: dict[str, Any]) -> Table:
     )
 
 
+def _funnel_section(loss_funnel: dict[str, Any]) -> Section:
+    funnel = loss_funnel["overall"]
+    trail = funnel["trail"]
+    text = (
+        f"{funnel['cases']} attributed case(s), each placed at the stage its verdict's error type implies, so this "
+        "funnel and the error-type table count the same cases"
+        + (f" ({funnel['unknown']} of an unknown error type are left out)" if funnel["unknown"] else "")
+        + (f"; {funnel['non_memory']} non-memory verdict(s) lose nothing along the pipeline and are left out"
+           if funnel["non_memory"] else "")
+        + f". {trail['checked']} case(s) carry an evidence_flow trail: {trail['agrees']} agree with their verdict, "
+        f"{trail['contradicts']} contradict it."
+    )
+    tables = [_funnel_table(loss_funnel)]
+    contradictions = loss_funnel.get("contradictions") or []
+    if contradictions:
+        text += " The contradicting cases stay at their verdict's stage and are listed below; open them to decide."
+        tables.append(Table(
+            header=["case", "memory system", "verdict", "verdict stage", "trail stage", "trail", "viewer"],
+            rows=[[c["query_id"], c["memory_system"], f"{c['error_type']} at `{c['op_name'] or '?'}`",
+                   str(c["verdict_stage"]), str(c["trail_stage"]), _shown(c["trail"], 300), _link(c["viewer_link"])]
+                  for c in contradictions],
+            caption="Cases whose trail contradicts their verdict",
+        ))
+    return Section(title="Where the information was lost", slug="loss-funnel", paragraphs=[text], tables=tables,
+                   charts=["loss_funnel"])
+
+
 def build_sections(content: ReportContent) -> list[Section]:
     """The sections of the Markdown and HTML report."""
     stats = content.statistics
@@ -214,23 +319,7 @@ def build_sections(content: ReportContent) -> list[Section]:
         )
     )
 
-    funnel = stats["loss_funnel"]["overall"]
-    basis = funnel["basis"]
-    funnel_text = (
-        f"Of {funnel['cases']} attributed case(s), the stage where the critical information was lost comes from "
-        f"the evidence_flow trail for {basis['trail']} and from the error type for {basis['error_type']}"
-        + (f"; {basis['unknown']} case(s) have neither" if basis["unknown"] else "")
-        + "."
-    )
-    if funnel["trail_disagrees_with_error_type"]:
-        funnel_text += (
-            f" For {funnel['trail_disagrees_with_error_type']} case(s) the trail places the loss at another stage "
-            "than the attributed error type implies."
-        )
-    sections.append(
-        Section(title="Where the information was lost", slug="loss-funnel", paragraphs=[funnel_text],
-                tables=[_funnel_table(stats["loss_funnel"])], charts=["loss_funnel"])
-    )
+    sections.append(_funnel_section(stats["loss_funnel"]))
 
     blamed = stats["blamed_operations"]
     blamed_text = f"{blamed['distinct_op_names']} distinct operation name(s) are blamed."
@@ -246,9 +335,56 @@ def build_sections(content: ReportContent) -> list[Section]:
             paragraphs=[blamed_text],
             tables=[_blamed_table(blamed["by_name"], "op_name", "operation"),
                     _blamed_table(blamed["by_category"], "category", "operation category")],
-            charts=["blamed_operations", "blamed_categories"],
+            charts=["blamed_operations", "blamed_categories", "decision_events"],
         )
     )
+    sections.append(
+        Section(
+            title="Example cases per blamed operation",
+            slug="examples",
+            paragraphs=["Each case links to the annotation viewer (`python -m annotation_interface --data <folder>`; "
+                        "the link names the folder, the graph and the case)."],
+            tables=[_examples_table(row) for row in blamed["by_name"] if row.get("examples")],
+        )
+    )
+    if stats.get("prompt_targets"):
+        sections.append(
+            Section(
+                title="Prompt targets",
+                slug="prompt-targets",
+                paragraphs=["The optimization target each blamed operation consumes (the registry "
+                            "`run_optimization.py` uses): the prompt to change for these failures."],
+                tables=[_prompt_target_table(stats["prompt_targets"])],
+            )
+        )
+    replay = stats.get("replay")
+    if replay:
+        sections.append(
+            Section(
+                title="Recovery gain (counterfactual replay)",
+                slug="recovery-gain",
+                paragraphs=_recovery_sentences(replay),
+                tables=[_recovery_table(replay["by_prompt_target"], "target", "prompt target"),
+                        _recovery_table(replay["by_op"], "op_name", "operation")],
+                charts=["recovery_gain"],
+            )
+        )
+    non_memory = stats.get("non_memory") or {}
+    if non_memory.get("cases"):
+        sections.append(
+            Section(
+                title="Non-memory errors",
+                slug="non-memory",
+                paragraphs=["Failures that no memory operation caused (a judge that called a right answer wrong, "
+                            "a gold answer no message supports); counted as their own error types, never blamed on "
+                            "an operation: " + ", ".join(f"{t} {n}" for t, n in non_memory["counts"].items()) + "."],
+                tables=[Table(header=["case", "verdict", "question", "gold", "prediction", "reason", "viewer"],
+                              rows=[[c["query_id"], str(c["label"]), _shown(c["question"], 160),
+                                     _shown(c["golden_answer"], 120), _shown(c["prediction"], 160),
+                                     _shown(c["reason"], 300), _link(c["viewer_link"])]
+                                    for c in non_memory["cases"]])],
+            )
+        )
 
     gold = stats.get("gold")
     if gold:
@@ -285,7 +421,7 @@ def build_sections(content: ReportContent) -> list[Section]:
     if content.unrenderable:
         sections.append(
             Section(
-                title="Unrenderable cases (not sent to the model)",
+                title="Unrenderable cases (graph missing or unreadable)",
                 slug="unrenderable",
                 tables=[Table(header=["record", "query", "why"],
                               rows=[[str(u["index"]), u["query_id"], u["reason"]] for u in content.unrenderable])],
@@ -358,8 +494,11 @@ code{background:#f2f2f2;padding:0 .2rem}
 """
 
 
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+
+
 def _html_inline(text: str) -> str:
-    escaped = html.escape(text)
+    escaped = _MD_LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', html.escape(text))
     parts = escaped.split("`")
     # odd segments were inside backticks
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)) if len(parts) % 2 else escaped

@@ -5,9 +5,14 @@ into memory), ``update/deletion`` (it survives every later version and delete), 
 held when the question is asked), ``retrieval`` (it reaches the answering context) and
 ``answer`` (the answer uses it).
 
-The loss stage of a case comes from its ``evidence_flow`` trail when the record carries one —
-the trail says stage by stage whether the information was still present — and otherwise from the
-attributed error type (an ``ExtractionError`` is a loss at extraction, and so on).
+One logic places every case: the stage its verdict's error type implies (an ``ExtractionError``
+is a loss at extraction, ``UpdateError`` and ``DeletionError`` at update/deletion, and so on), so
+the funnel and the error-type table count the same cases at the same stages. A record that carries
+an ``evidence_flow`` trail is *checked* against it — the trail says stage by stage whether the
+information was still present — and a case whose trail places the loss elsewhere is a
+*contradiction*: it stays at its verdict's stage and is listed with both stages, never moved
+silently. Non-memory verdicts (``LLMAsAJudgeError``, ``AnnotationError``) lose nothing along the
+pipeline and are kept out of the funnel.
 
 Where the trail is read (:func:`find_trail`): the record-level object that the attribution
 runner writes for ``evidence_flow`` records,
@@ -35,6 +40,7 @@ __all__ = [
     "loss_stage_from_error_type",
     "loss_stage_from_trail",
     "loss_stage_of",
+    "trail_summary",
 ]
 
 FUNNEL_STAGES: tuple[str, ...] = ("extraction", "update/deletion", "store", "retrieval", "answer")
@@ -81,11 +87,23 @@ class LossStage:
     """The funnel stage where a case lost its information, and how that was decided."""
 
     stage: str | None
-    """One of :data:`FUNNEL_STAGES`, or None when neither a trail nor the error type tells."""
+    """One of :data:`FUNNEL_STAGES` (the verdict's), or None when the error type implies none."""
     basis: str
-    """``trail``, ``error_type`` or ``unknown``."""
-    agrees_with_error_type: bool | None = None
-    """For trail-based stages: whether the error type implies the same stage (None if no type)."""
+    """``error_type`` (placed by the verdict) or ``unknown``."""
+    trail_stage: str | None = None
+    """The stage the ``evidence_flow`` trail shows the loss at (None: no trail, or it does not say)."""
+
+    @property
+    def contradicts(self) -> bool:
+        """True when the trail places the loss at another stage than the verdict."""
+        return self.trail_stage is not None and self.stage is not None and self.trail_stage != self.stage
+
+    @property
+    def agrees_with_error_type(self) -> bool | None:
+        """Whether the trail agrees with the verdict (None when there is no usable trail or no stage)."""
+        if self.trail_stage is None or self.stage is None:
+            return None
+        return self.trail_stage == self.stage
 
 
 def _parse(value: Any) -> Any:
@@ -172,14 +190,28 @@ def loss_stage_from_trail(trail: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def loss_stage_of(record: Mapping[str, Any], error_type: str | None) -> LossStage:
-    """The loss stage of one record: from its trail when it has a usable one, else its error type."""
+    """The loss stage of one record: the stage its error type implies, checked against its trail."""
     by_type = loss_stage_from_error_type(error_type)
     trail = find_trail(record)
-    if trail:
-        stage = loss_stage_from_trail(trail)
-        if stage is not None:
-            agrees = None if by_type is None else by_type == stage
-            return LossStage(stage=stage, basis="trail", agrees_with_error_type=agrees)
-    if by_type is not None:
-        return LossStage(stage=by_type, basis="error_type")
-    return LossStage(stage=None, basis="unknown")
+    trail_stage = loss_stage_from_trail(trail) if trail else None
+    return LossStage(stage=by_type, basis="unknown" if by_type is None else "error_type", trail_stage=trail_stage)
+
+
+def trail_summary(trail: Sequence[Mapping[str, Any]] | None, *, limit: int = 8) -> str:
+    """The trail in one line: ``stage+ op`` / ``stage- op`` per step (``+`` present, ``-`` lost),
+    consecutive repeats of one stage and op merged, at most ``limit`` entries (the last kept)."""
+    if not trail:
+        return ""
+    parts: list[str] = []
+    previous: tuple[str, bool | None, str] | None = None
+    for step in trail:
+        present = _present(step)
+        key = (str(step.get("stage") or "?"), present, str(step.get("op_name") or ""))
+        if key == previous:
+            continue
+        previous = key
+        mark = "+" if present else "-" if present is False else "?"
+        parts.append(f"{key[0]}{mark}" + (f" {key[2]}" if key[2] else ""))
+    if len(parts) > limit:
+        parts = [parts[0], "…", *parts[-(limit - 1):]]
+    return " → ".join(parts)

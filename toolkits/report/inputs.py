@@ -8,6 +8,13 @@ is refused with one line that names the file and says what was expected.
 A record whose attribution failed (``attribution_failure`` set, or no usable
 ``error_attribution_result``) is kept for the statistics and the list of failures but is never sent
 to the model.
+
+A record that the attributor recognised as a *non-memory* error (an ``LLMAsAJudgeError``
+candidate: the judge said WRONG to an answer that states the gold; an ``AnnotationError``
+candidate: no message supports the gold answer) carries that label as its verdict
+(:attr:`ReportRecord.non_memory`); it has no operation, is counted in a row of its own and is
+never blamed on a memory operation. The label is read from the record's ``evidence_flow.status``
+or from an ``error_attribution_result.error_type`` of that name (:func:`non_memory_label`).
 """
 
 from __future__ import annotations
@@ -22,10 +29,16 @@ __all__ = [
     "AttributionInput",
     "ReportInputError",
     "ReportRecord",
+    "NON_MEMORY_ERROR_TYPES",
     "golden_answer_text",
     "load_attribution_inputs",
+    "non_memory_label",
     "records_from_json",
 ]
+
+
+NON_MEMORY_ERROR_TYPES: tuple[str, ...] = ("LLMAsAJudgeError", "AnnotationError")
+"""Verdicts that are not memory errors (MemTraceBench's names); counted apart, never blamed on an op."""
 
 
 class ReportInputError(ValueError):
@@ -56,12 +69,21 @@ class ReportRecord:
     """Attributed operation id ('' when a type was found but no operation)."""
     reason: str
     failure: str | None
-    """Why the attribution failed (None for an attributed case)."""
+    """Why the attribution failed (None for an attributed case and for a non-memory verdict)."""
+    non_memory: str | None = None
+    """``LLMAsAJudgeError`` or ``AnnotationError`` when the verdict is a non-memory error (then
+    ``error_type`` holds the same label and ``op_id`` is None)."""
 
     @property
     def attributed(self) -> bool:
-        """True when the record carries a usable attribution."""
-        return self.failure is None
+        """True when the record blames a memory operation (a usable memory-error attribution)."""
+        return self.failure is None and self.non_memory is None
+
+    @property
+    def verdict(self) -> str | None:
+        """The error type the record ends with: a memory error type, a non-memory label, or None
+        when the attribution failed."""
+        return self.error_type if self.failure is None else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +118,42 @@ def _describe(data: Any) -> str:
         return f"a list of {len(data)} item(s)"
     names = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
     return f"a JSON {names.get(type(data), type(data).__name__)}"
+
+
+def _non_memory_name(text: Any) -> str | None:
+    """``LLMAsAJudgeError``/``AnnotationError`` for any spelling of either (a status such as
+    ``llm_as_a_judge_error_candidate`` or ``annotation_error``), else None."""
+    if not isinstance(text, str):
+        return None
+    key = "".join(ch for ch in text.lower() if ch.isalnum())
+    if "judge" in key and "error" in key:
+        return "LLMAsAJudgeError"
+    if "annotation" in key and "error" in key:
+        return "AnnotationError"
+    return None
+
+
+def non_memory_label(record: Mapping[str, Any]) -> str | None:
+    """The non-memory verdict of a record (see the module docstring), or None."""
+    flow = record.get("evidence_flow")
+    if isinstance(flow, Mapping):
+        label = _non_memory_name(flow.get("status"))
+        if label:
+            return label
+    prediction = record.get("error_attribution_result")
+    if isinstance(prediction, Mapping) and prediction.get("error_type") in NON_MEMORY_ERROR_TYPES:
+        return str(prediction["error_type"])
+    return None
+
+
+def _non_memory_reason(record: Mapping[str, Any]) -> str:
+    prediction = record.get("error_attribution_result")
+    if isinstance(prediction, Mapping) and prediction.get("reason"):
+        return str(prediction["reason"])
+    flow = record.get("evidence_flow")
+    if isinstance(flow, Mapping) and flow.get("reason"):
+        return str(flow["reason"])
+    return str(record.get("attribution_failure") or "")
 
 
 def _failure_of(record: Mapping[str, Any]) -> str | None:
@@ -160,6 +218,9 @@ def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | N
         evidence = []  # missing or malformed: the case is rendered without source evidence
     record_split = raw.get("split") if isinstance(raw.get("split"), str) else None
     graph_path = raw.get("graph_path")
+    non_memory = non_memory_label(raw)
+    if non_memory is not None:
+        failure = None
     return ReportRecord(
         index=index,
         raw=raw,
@@ -171,10 +232,11 @@ def _to_record(raw: Mapping[str, Any], *, index: int, where: str, split: str | N
         prediction=str(raw.get("prediction") or ""),
         source_evidence_ids=tuple(str(e) for e in evidence),
         graph_path=str(graph_path) if graph_path else None,
-        error_type=None if failure else str(prediction.get("error_type")).strip(),
-        op_id=None if failure else str(prediction.get("op_id") or "").strip(),
-        reason="" if failure else str(prediction.get("reason") or ""),
+        error_type=non_memory or (None if failure else str(prediction.get("error_type")).strip()),
+        op_id=None if failure or non_memory else str(prediction.get("op_id") or "").strip(),
+        reason=_non_memory_reason(raw) if non_memory else "" if failure else str(prediction.get("reason") or ""),
         failure=failure,
+        non_memory=non_memory,
     )
 
 

@@ -15,14 +15,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .case_details import DEFAULT_VIEWER_URL
 from .charts import build_charts, export_pngs
 from .documents import ReportContent, write_documents
 from .graphs import GraphStore
 from .inputs import AttributionInput, load_attribution_inputs
 from .rendering import Unrenderable
-from .stats import CaseFacts, build_statistics, collect_case_facts
+from .stats import DEFAULT_EXAMPLES_PER_OP, CaseFacts, build_statistics, collect_case_facts
 
-__all__ = ["Analysis", "WrittenReport", "analyse", "probe_save_folder", "write_report"]
+__all__ = ["Analysis", "WrittenReport", "analyse", "probe_save_folder", "unavailable_cases", "write_report"]
 
 CHARTS_FOLDER = "charts"
 
@@ -62,17 +63,40 @@ class Analysis:
     statistics: dict[str, Any]
 
 
-def analyse(data_paths: Sequence[str | Path], *, top_operations: int = 15) -> Analysis:
+def analyse(
+    data_paths: Sequence[str | Path],
+    *,
+    top_operations: int = 15,
+    examples_per_op: int = DEFAULT_EXAMPLES_PER_OP,
+    viewer_url: str = DEFAULT_VIEWER_URL,
+) -> Analysis:
     """Read the attribution outputs and compute the statistical report.
+
+    Args:
+        data_paths: The attribution outputs.
+        top_operations: Operation names and categories listed in the rankings.
+        examples_per_op: Example cases shown per blamed operation name.
+        viewer_url: Base URL of the annotation viewer (each example's deep link starts with it).
 
     Raises:
         ReportInputError: An input file is missing or not an attribution output.
     """
     inputs = load_attribution_inputs(data_paths)
     graphs = GraphStore()
-    facts = collect_case_facts(inputs.records, graphs)
+    facts = collect_case_facts(inputs.records, graphs, viewer_url=viewer_url)
     return Analysis(inputs=inputs, graphs=graphs, facts=facts,
-                    statistics=build_statistics(facts, top_operations=top_operations))
+                    statistics=build_statistics(facts, top_operations=top_operations,
+                                                examples_per_op=examples_per_op))
+
+
+def unavailable_cases(analysis: Analysis) -> list[Unrenderable]:
+    """The cases whose graph is missing or unreadable, as :class:`Unrenderable` entries (what
+    ``--no-llm`` lists, where no case is rendered for a model)."""
+    return [
+        Unrenderable(index=f.index, query_id=f.query_id, graph_path=f.graph_path, reason=f.graph_error)
+        for f in analysis.facts
+        if f.graph_error
+    ]
 
 
 def report_title(statistics: dict[str, Any]) -> str:
