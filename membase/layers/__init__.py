@@ -20,6 +20,7 @@ _REGISTRY: dict[str, tuple[str, str, str]] = {
     "Long-Context": ("membase.layers.long_context", "LongContextLayer", "LongContextConfig"),
     "NaiveRAG": ("membase.layers.naive_rag", "NaiveRAGLayer", "NaiveRAGConfig"),
     "Mem0": ("membase.layers.mem0", "Mem0Layer", "Mem0Config"),
+    "Mem0v3": ("membase.layers.mem0v3", "Mem0v3Layer", "Mem0v3Config"),
     "EverMemOS": ("membase.layers.evermemos", "EverMemOSLayer", "EverMemOSConfig"),
 }
 
@@ -60,12 +61,16 @@ def build_layer_config(layer_type: str, **fields: Any) -> Any:
     """Validate `fields` into the config class of `layer_type`.
 
     Raises:
-        ConfigError: unknown layer type, unknown key, or a value of the wrong type.
+        ConfigError: unknown layer type, its optional dependency missing, unknown key, or a value of the
+            wrong type.
     """
     from pydantic import ValidationError
 
     _check_layer_type(layer_type)
     config_cls = CONFIG_MAPPING[layer_type]
+    check_requirements = getattr(config_cls, "check_requirements", None)
+    if check_requirements is not None:  # e.g. Mem0v3 without its extra: one line with the install command
+        check_requirements()
     try:
         return config_cls(**fields)
     except ValidationError as exc:

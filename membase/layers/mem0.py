@@ -80,7 +80,12 @@ def import_mem0(mem0_dir: str | Path | None = None) -> Any:
     return mem0
 
 
-def reject_ignored_keys(config_cls: Any, fields: dict[str, Any], *, applied: Any = None) -> None:
+_MEM0_HINT = "the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]'); for mem0ai 2.x use the Mem0v3 layer"
+
+
+def reject_ignored_keys(
+    config_cls: Any, fields: dict[str, Any], *, applied: Any = None, hint: str = _MEM0_HINT
+) -> None:
     """Raise when mem0 would silently drop one of `fields` (so an optimized prompt never does nothing).
 
     pydantic models ignore unknown keyword arguments by default, and a mem0 release may rename a
@@ -91,6 +96,7 @@ def reject_ignored_keys(config_cls: Any, fields: dict[str, Any], *, applied: Any
         config_cls: mem0's `MemoryConfig` class.
         fields: the plain (non-provider) keys we pass to it, with their values.
         applied: the config the built `Memory` holds; each set value must read back unchanged.
+        hint: what to do instead, appended to the error.
 
     Raises:
         ConfigError: a key the installed mem0 does not know, or a value it did not keep.
@@ -99,8 +105,7 @@ def reject_ignored_keys(config_cls: Any, fields: dict[str, Any], *, applied: Any
     unknown = sorted(key for key in fields if key not in known)
     if unknown:
         raise ConfigError(
-            f"mem0ai {_mem0_version()} ignores the config key(s) {', '.join(unknown)}: the Mem0 layer needs "
-            "mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]'); for mem0ai 2.x use the Mem0v3 layer"
+            f"mem0ai {_mem0_version()} ignores the config key(s) {', '.join(unknown)}: {hint}"
         )
     if applied is None:
         return

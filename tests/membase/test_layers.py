@@ -16,7 +16,7 @@ def _messages(n: int) -> list[Message]:
 
 
 def test_registry_is_lazy_and_validates():
-    assert set(MEMORY_LAYERS_MAPPING) == {"Long-Context", "NaiveRAG", "Mem0", "EverMemOS"}
+    assert set(MEMORY_LAYERS_MAPPING) == {"Long-Context", "NaiveRAG", "Mem0", "Mem0v3", "EverMemOS"}
     assert MEMORY_LAYERS_MAPPING["NaiveRAG"] is NaiveRAGLayer and CONFIG_MAPPING["Long-Context"] is LongContextConfig
     with pytest.raises(ConfigError, match="unknown layer_type"):
         build_layer("A-MEM", user_id="u")
