@@ -21,6 +21,7 @@ from .loader import ParsedGraph
 from .parser import QARecord
 
 __all__ = [
+    "EVIDENCE_MODES",
     "LLM_STRATEGIES",
     "MODEL_FACTORY",
     "LLMSettings",
@@ -87,13 +88,59 @@ def warm_evidence_flow(pg: ParsedGraph) -> threading.Thread:
     return thread
 
 
-def run_evidence_flow(pg: ParsedGraph, qa: QARecord) -> dict[str, Any]:
+EVIDENCE_MODES = ("retrieved", "annotated")
+"""Starting evidence of evidence_flow: ``retrieved`` is ``run_error_attribution.py``'s default
+(pseudo source evidence from the CLI's default retrieval), ``annotated`` its
+``--starting-nodes-type source_evidence``."""
+_pool_lock = threading.Lock()
+_pools: dict[str, Any] = {}
+
+
+def _retriever_pool(config: Any) -> Any:
+    """One retriever pool per process, so a graph's retrieval index is built once, not per click."""
+    from toolkits.runner import MemTraceRunner
+
+    with _pool_lock:
+        key = config.exploration_strategy
+        if key not in _pools:
+            _pools[key] = MemTraceRunner(config).retriever_pool()
+        return _pools[key]
+
+
+def _normalise(raw: Any, elapsed: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raw = {"status": "error", "reason": f"evidence_flow returned {type(raw).__name__}, not a dict"}
+    trail = raw.get("trail")
+    steps = [dict(s) for s in trail if isinstance(s, dict)] if isinstance(trail, list) else []
+    op_id = raw.get("op_id")
+    return {
+        "error_type": raw.get("error_type") or None,
+        "op_id": op_id if isinstance(op_id, str) and op_id else None,
+        "reason": str(raw.get("reason") or ""),
+        "status": str(raw.get("status") or ("attributed" if raw.get("error_type") else "unknown")),
+        "trail": steps,
+        "extra": {**{k: v for k, v in raw.items() if k not in _KNOWN_KEYS}, **(extra or {})},
+        "elapsed_s": elapsed,
+    }
+
+
+def run_evidence_flow(pg: ParsedGraph, qa: QARecord, mode: str | None = None) -> dict[str, Any]:
     """Run the no-LLM attributor; never raises (an exception becomes ``status: "error"``).
+
+    Args:
+        pg: The graph.
+        qa: The question.
+        mode: ``None`` calls the attributor directly on the annotated evidence (no retrieval, no
+            second opinion); ``"retrieved"`` / ``"annotated"`` run it exactly as
+            ``run_error_attribution.py --exploration-strategy evidence_flow`` does with that
+            starting evidence (:data:`EVIDENCE_MODES`), so the page and the CLI agree.
 
     Returns:
         ``{error_type, op_id, reason, status, trail: [step dicts], extra: {other keys},
         elapsed_s}``.
     """
+    if mode is not None:
+        return _run_as_cli(pg, qa, mode)
     from toolkits.evidence_flow import attribute_case_evidence_flow
 
     case = case_for(qa, str(pg.path))
@@ -102,21 +149,30 @@ def run_evidence_flow(pg: ParsedGraph, qa: QARecord) -> dict[str, Any]:
         raw = attribute_case_evidence_flow(pg.network, case, case.source_evidence_full_node_ids or None)
     except Exception as exc:  # noqa: BLE001 - shown in the page, the app keeps running
         raw = {"status": "error", "reason": f"evidence_flow failed: {type(exc).__name__}: {exc}"}
-    elapsed = time.perf_counter() - started
-    if not isinstance(raw, dict):
-        raw = {"status": "error", "reason": f"evidence_flow returned {type(raw).__name__}, not a dict"}
-    trail = raw.get("trail")
-    steps = [dict(s) for s in trail if isinstance(s, dict)] if isinstance(trail, list) else []
-    op_id = raw.get("op_id")
-    return {
-        "error_type": raw.get("error_type"),
-        "op_id": op_id if isinstance(op_id, str) and op_id else None,
-        "reason": str(raw.get("reason") or ""),
-        "status": str(raw.get("status") or ("attributed" if raw.get("error_type") else "unknown")),
-        "trail": steps,
-        "extra": {k: v for k, v in raw.items() if k not in _KNOWN_KEYS},
-        "elapsed_s": elapsed,
-    }
+    return _normalise(raw, time.perf_counter() - started)
+
+
+def _run_as_cli(pg: ParsedGraph, qa: QARecord, mode: str) -> dict[str, Any]:
+    from toolkits.runner import MemTraceConfig, MemTraceRunner
+
+    if mode not in EVIDENCE_MODES:
+        raise ValueError(f"evidence mode {mode!r} is not one of {', '.join(EVIDENCE_MODES)}")
+    case = case_for(qa, str(pg.path))
+    started = time.perf_counter()
+    try:
+        config = MemTraceConfig(exploration_strategy="evidence_flow", model="none")
+        runner = MemTraceRunner(config, retriever_pool=_retriever_pool(config))
+        result = runner.run([case], pg.network, use_source_evidence_nodes=mode == "annotated",
+                            use_pseudo_source_evidence=mode == "retrieved").results[0]
+    except Exception as exc:  # noqa: BLE001 - shown in the page, the app keeps running
+        raw: dict[str, Any] = {"status": "error", "reason": f"evidence_flow failed: {type(exc).__name__}: {exc}"}
+        return _normalise(raw, time.perf_counter() - started)
+    details = dict((result.details or {}).get("evidence_flow") or {})
+    raw = {**details, **(result.prediction or {})}
+    if result.failure:
+        raw.update(status="error", reason=result.failure)
+    extra = {"starting_evidence": f"{mode}: {', '.join(result.evidence_ids or []) or 'none'}"}
+    return _normalise(raw, time.perf_counter() - started, extra)
 
 
 def suggested_edge(pg: ParsedGraph, op_id: str | None, trail: list[dict[str, Any]] | None = None) -> str | None:

@@ -34,7 +34,8 @@ _EPILOG = """\
 --data accepts a single graph file, a MemTraceBench folder (<split>/*.json), or a `python -m
 membase` output folder (traced_data/<user>/graph_evaluation.json is preferred over the
 search/construction stages). Example:
-  streamlit run annotation_interface/app.py -- --data examples/faultbench --output-path runs/annotations.json"""
+  streamlit run annotation_interface/app.py -- --data examples/faultbench --output-path runs/annotations.json
+A deep link opens one case: http://127.0.0.1:8501/?folder=<data folder>&graph=<graph file stem>&case=<question id>"""
 
 
 class AppArgsError(ValueError):
@@ -62,6 +63,14 @@ def build_parser(prog: str = "streamlit run annotation_interface/app.py --") -> 
     p.add_argument("--llm-strategy", default="graph_search",
                    choices=("graph_search", "operation_block_search", "long_context"),
                    help="LLM attribution strategy (default: %(default)s)")
+    p.add_argument("--attributions", nargs="+", default=[], metavar="FILE",
+                   help="outputs of run_error_attribution.py to show beside the human labels and to score in the "
+                        "Agreement view (one strategy per file, named by the file's stem)")
+    p.add_argument("--annotator", metavar="NAME",
+                   help="the annotator's name (else asked once per browser session; a URL's annotator= wins)")
+    p.add_argument("--evidence-mode", default="retrieved", choices=("retrieved", "annotated"),
+                   help="starting evidence of evidence_flow in the page: retrieved (run_error_attribution.py's "
+                        "default, pseudo source evidence) or annotated (default: %(default)s; the page can switch)")
     p.add_argument("--index-dir", metavar="DIR",
                    help="folder of the cached dataset index (default: $MEMTRACE_CACHE_DIR/annotation_interface, "
                         "else $XDG_CACHE_HOME or ~/.cache /memtrace/annotation_interface)")
@@ -109,6 +118,9 @@ def _launch_problem(parsed: argparse.Namespace) -> str | None:
         return f"--api-config {parsed.api_config}: no such file"
     if parsed.index_dir and Path(parsed.index_dir).exists() and not Path(parsed.index_dir).is_dir():
         return f"--index-dir {parsed.index_dir}: is a file, not a folder"
+    missing = next((f for f in parsed.attributions if not Path(f).is_file()), None)
+    if missing:
+        return f"--attributions {missing}: no such file"
     return None
 
 

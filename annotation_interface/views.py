@@ -19,9 +19,11 @@ import streamlit as st
 
 from . import annotations as store
 from . import attribution as auto
+from . import workflow
 from .cli import AppArgsError, help_text, parse_app_args
 from .dataset import DataPathError, Dataset, open_dataset
 from .figures import clicked, subgraph_figure, timeline_figure
+from .labels import CaseRef, Label
 from .loader import GraphFileError, ParsedGraph, load_graph
 from .parser import QARecord
 from .subgraphs import (
@@ -33,7 +35,7 @@ from .subgraphs import (
     trail_subgraph,
 )
 
-VIEWS = ("Macro flow", "Operation", "Related variables", "Error attribution")
+VIEWS = ("Macro flow", "Operation", "Related variables", "Error attribution", "Queue", "Agreement")
 TIMELINE_PAGE = 240
 TIMELINE_PER_ROW = 8
 QA_PAGE = 8
@@ -71,6 +73,7 @@ def _init_state() -> None:
         "view": VIEWS[0], "qa": None, "message": None, "op": "", "var": None, "var_stack": [],
         "var_dir": "both", "qa_filter": "all", "qa_page": 1, "tl_session": ALL_SESSIONS, "tl_page": 1,
         "auto": {}, "llm": {}, "f_op": "", "f_edge": "", "f_type": None, "f_reason": "", "save_msg": None,
+        "f_unsure": False, "f_comment": "", "skipped": [],
     }
     for key, value in defaults.items():
         if key not in ss:
@@ -99,15 +102,22 @@ def _go(view: str | None = None, **changes: Any) -> None:
         ss.view = view
 
 
+def _open_case(graph_name: str, qa_id: str) -> None:
+    """Open one question in the attribution view (and name it in the URL)."""
+    if graph_name != ss.get("graph"):
+        ss.graph = graph_name
+        _reset_graph_state()
+    _go("Error attribution", qa=qa_id)
+    if ss.get("dataset") is not None:
+        workflow.set_case_link(ss.dataset, graph_name, qa_id)
+
+
 def _jump() -> None:
     choice = ss.get("jump")
     if not choice:
         return
     graph_name, qa_id = choice.split("\t", 1)
-    if graph_name != ss.get("graph"):
-        ss.graph = graph_name
-        _reset_graph_state()
-    _go("Error attribution", qa=qa_id)
+    _open_case(graph_name, qa_id)
     ss.jump = None
 
 
@@ -142,11 +152,16 @@ def _timeline_clicked() -> None:
         _go("Related variables", message=hit[1], var=hit[1])
 
 
-def _fill_form(op_id: str | None, edge_id: str | None, error_type: str | None, reason: str) -> None:
+def _fill_form(op_id: str | None, edge_id: str | None, error_type: str | None, reason: str,
+               unsure: bool | None = None, comment: str | None = None) -> None:
     ss.f_op = op_id or ""
     ss.f_edge = edge_id or ""
     ss.f_type = error_type if error_type in store.ERROR_LABELS else None
     ss.f_reason = reason
+    if unsure is not None:
+        ss.f_unsure = unsure
+    if comment is not None:
+        ss.f_comment = comment
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -273,9 +288,11 @@ def _top_controls(ds: Dataset) -> None:
     c1.selectbox("Graph", names, key="graph", on_change=_reset_graph_state,
                  format_func=lambda n: f"{n} — {counts[n].get('wrong', 0)} wrong / {counts[n].get('questions', 0)} questions")
     wrong = ds.wrong_qas()
+    questions = {f"{g.graph_name}\t{q['qa_id']}": str(q.get("question") or "") for g in ds.graphs for q in g.wrong_qas}
     c2.selectbox("Query (wrong answers)", [f"{g}\t{q}" for g, q, _ in wrong], index=None, key="jump",
                  placeholder=f"jump to one of {len(wrong)} wrong questions…", on_change=_jump,
-                 format_func=lambda v: " · ".join(v.split("\t", 1)))
+                 format_func=lambda v: f"{Path(v.split(chr(9))[0]).stem} · {_cut(questions.get(v, ''), 60)} "
+                                       f"· {v.split(chr(9))[1]}")
     c3.radio("View", VIEWS, key="view", horizontal=True)
 
 
@@ -501,9 +518,17 @@ def _trail_panel(pg: ParsedGraph, qa: QARecord, result: dict[str, Any]) -> None:
 def _auto_panel(pg: ParsedGraph, qa: QARecord, args: Any, key: str) -> None:
     st.markdown("#### Automatic attribution")
     c1, c2 = st.columns(2)
+    if ss.get("ef_mode") not in auto.EVIDENCE_MODES:
+        ss.ef_mode = args.evidence_mode
+    c1.radio("evidence_flow starts from", auto.EVIDENCE_MODES, key="ef_mode", horizontal=True,
+             format_func=lambda m: "retrieved evidence (CLI default)" if m == "retrieved" else "annotated evidence",
+             help="retrieved = run_error_attribution.py's default (pseudo source evidence); annotated = "
+                  "--starting-nodes-type source_evidence. The first retrieved run on a graph builds its index.")
     if c1.button("Run evidence_flow (no LLM)", key="run_ef"):
+        mode = ss.ef_mode
         with st.spinner("Following the evidence through the graph…"):
-            ss.auto = {**ss.auto, key: pg.memo(("evidence_flow", qa.qa_id), lambda: auto.run_evidence_flow(pg, qa))}
+            ss.auto = {**ss.auto, key: pg.memo(("evidence_flow", qa.qa_id, mode),
+                                               lambda: auto.run_evidence_flow(pg, qa, mode))}
         ss.trail_step = max(1, len(ss.auto[key]["trail"]))
     settings = auto.LLMSettings(model=args.judge_model, api_config=args.api_config, strategy=args.llm_strategy)
     available, note = auto.llm_availability(settings)
@@ -541,7 +566,51 @@ def _auto_panel(pg: ParsedGraph, qa: QARecord, args: Any, key: str) -> None:
             st.error(f"{llm['strategy']} gave no attribution: {llm['failure']}")
 
 
-def _manual_form(pg: ParsedGraph, qa: QARecord, graph_name: str, args: Any) -> None:
+def _my_record(state: workflow.QueueState, graph_name: str, qa: QARecord) -> dict[str, Any] | None:
+    key = (graph_name, qa.qa_id, state.annotator)
+    return next((r for r in reversed(state.records) if store.record_key(r) == key), None)
+
+
+def _load_record(record: dict[str, Any]) -> None:
+    manual = record.get("manual_error_attribution") or {}
+    _fill_form(manual.get("op_id"), manual.get("edge_id"), manual.get("error_type"), str(manual.get("reason") or ""),
+               unsure=bool(record.get("unsure")), comment=str(record.get("comment") or ""))
+
+
+def _delete_mine(output: Path, key: store.RecordKey) -> None:
+    try:
+        removed = store.delete_record(output, key)
+    except (store.OutputFileError, OSError) as exc:
+        ss.save_msg = None
+        ss.delete_msg = f"Not deleted: {exc}"
+        return
+    ss.save_msg = None
+    ss.delete_msg = f"Deleted your label of `{key[1]}`." if removed else "There was no label of yours to delete."
+    _fill_form(None, None, None, "", unsure=False, comment="")
+
+
+def _save(pg: ParsedGraph, qa: QARecord, graph_name: str, output: Path, annotator: str) -> int | None:
+    attribution, problems = store.validate_manual(pg.index, op_id=ss.f_op, edge_id=ss.f_edge,
+                                                  error_type=ss.f_type, reason=ss.f_reason)
+    if not annotator:
+        problems.insert(0, "give your name (sidebar: 'Your name (annotator)') before saving")
+    if problems or attribution is None:
+        st.error("Not saved:\n\n" + "\n".join(f"- {p}" for p in problems))
+        return None
+    record = store.build_record(graph_file_name=pg.path.name, graph_name=graph_name, qa=qa, attribution=attribution,
+                                annotator=annotator, unsure=bool(ss.f_unsure), comment=str(ss.f_comment or ""))
+    try:
+        total, replaced = store.save_record(output, record)
+    except (store.OutputFileError, OSError) as exc:
+        st.error(f"Not saved: {exc}")
+        return None
+    how = "replaced your earlier label" if replaced else f"record {total}"
+    sure = " (unsure)" if record["unsure"] else ""
+    ss.save_msg = f"Saved `{qa.qa_id}` as {attribution.error_type}{sure} — {how} in `{output}`."
+    return total
+
+
+def _manual_form(pg: ParsedGraph, qa: QARecord, graph_name: str, args: Any, state: workflow.QueueState) -> None:
     st.markdown("#### Manual attribution")
     output = Path(args.output_path)
     count, problem = store.check_output(output)
@@ -552,36 +621,49 @@ def _manual_form(pg: ParsedGraph, qa: QARecord, graph_name: str, args: Any) -> N
         c1, c2 = st.columns(2)
         c1.text_input("Operation id (empty = null)", key="f_op", placeholder="op-…")
         c2.text_input("Edge id", key="f_edge", placeholder="edge-…")
-        st.selectbox("Error type", store.ERROR_LABELS, key="f_type", index=None, placeholder="choose the error type")
+        c3, c4 = st.columns([3, 1])
+        c3.selectbox("Error type", store.ERROR_LABELS, key="f_type", index=None, placeholder="choose the error type")
+        c4.checkbox("unsure", key="f_unsure", help="kept out of the human labels that tools score against")
         st.text_area("Reason", key="f_reason", placeholder="what went wrong at this operation, and why it is the "
                                                            "earliest decisive fault")
-        submitted = st.form_submit_button("Append current case to output file", disabled=problem is not None,
-                                          type="primary")
+        st.text_input("Comment (optional)", key="f_comment", placeholder="anything a second annotator should know")
+        submitted = st.form_submit_button("Save label", disabled=problem is not None, type="primary")
     if submitted:
-        attribution, problems = store.validate_manual(pg.index, op_id=ss.f_op, edge_id=ss.f_edge,
-                                                      error_type=ss.f_type, reason=ss.f_reason)
-        if problems:
-            st.error("Not saved:\n\n" + "\n".join(f"- {p}" for p in problems))
-        else:
-            record = store.build_record(graph_file_name=pg.path.name, graph_name=graph_name, qa=qa,
-                                        attribution=attribution)
-            try:
-                total = store.append_record(output, record)
-            except (store.OutputFileError, OSError) as exc:
-                st.error(f"Not saved: {exc}")
-            else:
-                count = total
-                ss.save_msg = f"Saved `{qa.qa_id}` as {attribution.error_type} — record {total} in `{output}`."
+        total = _save(pg, qa, graph_name, output, state.annotator)
+        if total is not None:
+            count = total
     if problem:
         status.error(problem)
     else:
-        status.caption(f"Records are appended to `{output}` ({count} saved so far). Click an edge in a candidate "
-                       "graph or the trail to put it in the form.")
+        status.caption(f"Labels are saved to `{output}` ({count} saved so far); a second save of a case replaces "
+                       "your earlier label. Click an edge in a candidate graph or the trail to put it in the form.")
     if ss.save_msg:
         st.success(ss.save_msg)
+    if ss.get("delete_msg"):
+        st.info(ss.pop("delete_msg"))
+    mine = _my_record(state, graph_name, qa) if not submitted else None
+    if submitted:
+        try:
+            mine = next((r for r in reversed(store.read_records(output))
+                         if store.record_key(r) == (graph_name, qa.qa_id, state.annotator)), None)
+        except store.OutputFileError:
+            mine = None
+    if mine is not None:
+        c1, c2 = st.columns(2)
+        c1.button("Load my saved label into the form", key="mine_load", on_click=_load_record, args=(mine,))
+        c2.button("Delete my label of this case", key="mine_delete", on_click=_delete_mine,
+                  args=(output, (graph_name, qa.qa_id, state.annotator)))
 
 
-def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
+def _base_url() -> str:
+    try:
+        url = st.context.url or ""
+    except AttributeError:  # pragma: no cover - older Streamlit
+        url = ""
+    return url.split("?", 1)[0] or "http://127.0.0.1:8501/"
+
+
+def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any, state: workflow.QueueState) -> None:
     ix = pg.index
     if not ix.qas:
         st.info("This graph has no question nodes to attribute.")
@@ -593,15 +675,21 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
                  format_func=lambda i: _qa_label(ix.qa(i)), on_change=lambda: ss.update(qa=ss.attr_pick))
     qa = _current_qa(pg)
     if qa is None:
-        st.info("Choose a question here, with **Attribute** in the sidebar, or with the wrong-answer selector.")
+        st.info("Choose a question here, with **Attribute** in the sidebar, the wrong-answer selector or the "
+                "**Queue** view.")
         return
     key = f"{graph_name}::{qa.qa_id}"
     if ss.get("form_for") != key:
-        # another question: start from an empty form, so no field of the last one is saved by mistake
+        # another question: start from an empty form (or this annotator's saved label, to edit it), so no
+        # field of the last question is saved by mistake
         ss.form_for = key
-        _fill_form(None, None, None, "")
+        _fill_form(None, None, None, "", unsure=False, comment="")
+        mine = _my_record(state, graph_name, qa)
+        if mine is not None:
+            _load_record(mine)
         ss.save_msg = None
         ss.pop("trail_step", None)
+    workflow.queue_bar(state, (graph_name, qa.qa_id), _open_case, _base_url())
     pg.memo(("evidence_flow_warm_up",), lambda: auto.warm_evidence_flow(pg))
     _qa_header(pg, qa)
     subs = pg.memo(("attribution", qa.qa_id), lambda: attribution_subgraphs(pg, qa))
@@ -618,7 +706,45 @@ def _attribution_view(pg: ParsedGraph, graph_name: str, args: Any) -> None:
                   on_select=lambda chart=chart: _chart_clicked(chart, edge_to_form=True))
     _candidate_picker(pg, subs)
     _auto_panel(pg, qa, args, key)
-    _manual_form(pg, qa, graph_name, args)
+    workflow.case_labels(state, (graph_name, qa.qa_id), qa.annotation, _table)
+    _manual_form(pg, qa, graph_name, args, state)
+
+
+def _benchmark_labels(ds: Dataset, refs: list[CaseRef]) -> dict[CaseRef, Label]:
+    """The graphs' own annotations (``final_error_type``/``final_op_id``) of the given cases."""
+    out: dict[CaseRef, Label] = {}
+    for graph_name in sorted({g for g, _ in refs}):
+        entry = ds.graph(graph_name)
+        if entry is None:
+            continue
+        try:
+            pg = _graph(entry.graph_path, entry.mtime_ns, entry.size)
+        except GraphFileError:
+            continue
+        for g, qa_id in refs:
+            qa = pg.index.qa(qa_id) if g == graph_name else None
+            if qa is not None and qa.annotation and qa.annotation.get("final_error_type"):
+                out[(g, qa_id)] = Label(source="benchmark", error_type=qa.annotation["final_error_type"],
+                                                 op_id=qa.annotation.get("final_op_id"))
+    return out
+
+
+def _dataset_or_error(args: Any) -> Dataset | None:
+    data = workflow.link_folder(args.data)
+    try:
+        ds = _dataset(data, args.index_dir)
+    except DataPathError as exc:
+        st.error(str(exc))
+        return None
+    st.markdown("#### MemTrace · execution graphs")
+    _problems(ds)
+    if not ds.graphs:
+        st.error(f"No graph files found in `{ds.data_path}`: give a smartcomment graph JSON file, a MemTraceBench "
+                 "folder (<split>/*.json) or a `python -m membase` output folder (traced_data/<user>/graph_*.json).")
+        if ds.skipped:
+            st.markdown("Skipped:\n\n" + "\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.skipped))
+        return None
+    return ds
 
 
 # ------------------------------------------------------------------------------------- main
@@ -635,21 +761,26 @@ def main() -> None:
     if args.help:
         st.code(help_text())
         return
-    try:
-        ds = _dataset(args.data, args.index_dir)
-    except DataPathError as exc:
-        st.error(str(exc))
-        return
-    st.markdown("#### MemTrace · execution graphs")
-    _problems(ds)
-    if not ds.graphs:
-        st.error(f"No graph files found in `{ds.data_path}`: give a smartcomment graph JSON file, a MemTraceBench "
-                 "folder (<split>/*.json) or a `python -m membase` output folder (traced_data/<user>/graph_*.json).")
-        if ds.skipped:
-            st.markdown("Skipped:\n\n" + "\n".join(f"- `{p.graph_name}`: {p.message}" for p in ds.skipped))
+    ds = _dataset_or_error(args)
+    if ds is None:
         return
     _init_state()
+    ss.dataset = ds
+    ss.data_path = str(ds.data_path)
+    workflow.annotator_box(args.annotator)
+    state = workflow.queue_state(ds, args)
+    workflow.apply_link(ds, _open_case, state)
+    if ss.get("link_problem"):
+        st.warning(ss.pop("link_problem"))
     _top_controls(ds)
+    view = ss.view
+    if view in ("Queue", "Agreement"):
+        _data_notes(ds)
+        if view == "Queue":
+            workflow.queue_view(state, _open_case, _base_url())
+        else:
+            workflow.agreement_view(ds, state, lambda refs: _benchmark_labels(ds, refs), _table, args.output_path)
+        return
     entry = ds.graph(ss.graph)
     try:
         pg = _graph(entry.graph_path, entry.mtime_ns, entry.size)
@@ -662,7 +793,6 @@ def main() -> None:
                f"opened in {pg.load_seconds:.2f} s")
     _sidebar(pg)
     _data_notes(ds)
-    view = ss.view
     if view == "Macro flow":
         _macro_flow(pg)
     elif view == "Operation":
@@ -670,5 +800,4 @@ def main() -> None:
     elif view == "Related variables":
         _related_view(pg)
     else:
-        _attribution_view(pg, entry.graph_name, args)
-
+        _attribution_view(pg, entry.graph_name, args, state)

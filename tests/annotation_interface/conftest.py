@@ -128,15 +128,20 @@ def copy_tree(tmp_path: Path) -> Callable[[Path, str], Path]:
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """``app(data, *flags)`` -> a started ``AppTest`` of the real app with those command-line flags
-    (a private index folder and output file under tmp_path unless given)."""
+    (a private index folder and output file under tmp_path, annotator ``tester`` and annotated
+    evidence for evidence_flow unless given)."""
     from streamlit.testing.v1 import AppTest
 
-    def start(data: Path | str, *flags: str, output: Path | None = None) -> Any:
+    def start(data: Path | str, *flags: str, output: Path | None = None, annotator: str | None = "tester") -> Any:
         argv = [str(APP), "--data", str(data)]
         if "--index-dir" not in flags:
             argv += ["--index-dir", str(tmp_path / "index")]
         if "--output-path" not in flags:
             argv += ["--output-path", str(output or tmp_path / "annotations.json")]
+        if "--annotator" not in flags and annotator:
+            argv += ["--annotator", annotator]
+        if "--evidence-mode" not in flags:
+            argv += ["--evidence-mode", "annotated"]  # no MiniLM load in every test (its own test covers it)
         monkeypatch.setattr(sys, "argv", [*argv, *flags])
         return AppTest.from_file(str(APP), default_timeout=90).run()
 

@@ -27,7 +27,7 @@ def _chart(at, key):
 
 
 def _submit(at):
-    return next(b for b in at.button if b.label == "Append current case to output file")
+    return next(b for b in at.button if b.label == "Save label")
 
 
 class _State(dict):
@@ -132,15 +132,21 @@ def test_question_filter_and_evidence_jump(app, sc_fixtures):
     assert stars and stars[0]["customdata"] == [["node", "U1:D2:2@1"]]
 
 
-def test_jump_to_a_wrong_question_switches_graph(app, faultbench):
+def test_jump_to_a_wrong_question_switches_graph(app, faultbench, tmp_path):
     at = _ok(app(faultbench))
-    options = at.selectbox(key="jump").options  # shown as "graph · qa id"
-    i = len(options) - 1  # the last graph's: another graph than the one shown first
+    options = at.selectbox(key="jump").options  # shown as "graph stem · question · qa id"
+    ds = open_dataset(faultbench, tmp_path / "idx2")
+    last_graph, last_qa, _ = ds.wrong_qas()[-1]  # another graph than the one shown first
+    question = next(q["question"] for q in ds.graph(last_graph).wrong_qas if q["qa_id"] == last_qa)
+    i = len(options) - 1
+    stem, shown_question, shown_id = options[i].split(" · ")
+    assert (stem, shown_id) == (last_graph.split("/")[-1].removesuffix(".json"), last_qa)
+    assert question.startswith(shown_question.rstrip("…"))  # the question text is in the jump list
     at.selectbox(key="jump").select_index(i).run()
     _ok(at)
-    assert at.selectbox(key="graph").value == options[i].split(" · ")[0]
+    assert at.selectbox(key="graph").value == last_graph
     assert at.radio(key="view").value == "Error attribution"
-    assert at.session_state["qa"] == options[i].split(" · ")[1]
+    assert at.session_state["qa"] == last_qa
     assert at.selectbox(key="jump").value is None
 
 
@@ -189,7 +195,9 @@ def test_attribution_view_runs_evidence_flow_and_saves_an_annotation(app, faultb
     saved = json.loads(out.read_text())
     assert len(saved) == 1
     rec = saved[0]
-    assert set(rec) == {"saved_at", "graph_id", "query_id", "query", "manual_error_attribution", "graph_name", "qa_id"}
+    assert set(rec) == {"saved_at", "graph_id", "query_id", "query", "manual_error_attribution", "graph_name", "qa_id",
+                        "annotator", "unsure", "comment"}
+    assert (rec["annotator"], rec["unsure"], rec["comment"]) == ("tester", False, "")
     assert rec["graph_id"] == path.name and rec["graph_name"] == name
     assert rec["query_id"] == first.query_full_node_id and rec["qa_id"] == first.qa_id
     assert rec["query"] == first.question
