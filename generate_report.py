@@ -68,6 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", action=argparse.BooleanOptionalAction, default=True,
                    help="write PNG copies of the charts when kaleido and Chrome/Chromium are available")
     p.add_argument("--top-operations", type=positive_int, default=15, help="operations listed in the rankings")
+    p.add_argument("--examples-per-op", type=int, default=3,
+                   help="example cases (question, gold, prediction, reason, trail, viewer link) per blamed operation")
+    p.add_argument("--viewer-url", default="http://localhost:8501",
+                   help="base URL of the annotation viewer (python -m annotation_interface) for each case's deep link")
+    p.add_argument("--otel-jsonl", default=None, metavar="PATH",
+                   help="also export the cases and their attributions as OpenTelemetry spans, one JSON span per line "
+                        "(a lossy view; needs the 'otel' extra)")
+    p.add_argument("--otel-endpoint", default=None, metavar="URL",
+                   help="also send the spans to an OTLP/HTTP collector, e.g. http://localhost:4318/v1/traces (Phoenix, "
+                        "Langfuse); needs opentelemetry-exporter-otlp-proto-http")
+    p.add_argument("--otel-capture-content", action="store_true",
+                   help="put message and memory texts into the spans (off: ids, names and sizes only)")
     p.add_argument("--api-config-path", default=None, help='JSON {"api_keys": [...], "base_urls": [...]}')
     p.add_argument("--studio-url", default=None, help="accepted for compatibility; Studio forwarding is not implemented")
     p.add_argument("--project", default="error_analysis_report")
@@ -104,6 +116,8 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
     args = parser.parse_args(argv)
     if args.max_retries < 0:
         parser.error(f"--max-retries must be >= 0, got {args.max_retries}")
+    if args.examples_per_op < 0:
+        parser.error(f"--examples-per-op must be >= 0, got {args.examples_per_op}")
     if args.studio_url:
         warnings.warn("--studio-url is accepted for compatibility but Studio forwarding is not implemented", stacklevel=1)
     try:
@@ -129,7 +143,7 @@ def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | No
         resolve_overview,
         summary_for_prompt,
     )
-    from toolkits.report.pipeline import analyse, probe_save_folder, write_report
+    from toolkits.report.pipeline import analyse, probe_save_folder, unavailable_cases, write_report
     from toolkits.report.runner import VERSIONS_FOLDER
     from toolkits.report.versions import VersionStore
 
@@ -138,14 +152,23 @@ def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | No
     except OSError as exc:
         return _error(f"cannot write --save-folder {args.save_folder!r}: {exc}")
     try:
-        analysis = analyse(args.data_path, top_operations=args.top_operations)
+        analysis = analyse(args.data_path, top_operations=args.top_operations, examples_per_op=args.examples_per_op,
+                           viewer_url=args.viewer_url)
     except ReportInputError as exc:
         return _error(str(exc))
     stats = analysis.statistics
+    if args.otel_jsonl or args.otel_endpoint:
+        code = _export_otel(args, analysis)
+        if code:
+            return code
 
     if args.no_llm:
-        written = write_report(args.save_folder, analysis, llm=None, report=None, png=args.png)
-        print(f"{stats['records']} record(s), {stats['attributed']} attributed, {stats['failed']} failed attribution(s)")
+        unavailable = unavailable_cases(analysis)
+        for case in unavailable:
+            print(f"warning: case {case.query_id or case.index} has no readable graph: {case.reason}", file=sys.stderr)
+        written = write_report(args.save_folder, analysis, llm=None, report=None, png=args.png, unrenderable=unavailable)
+        print(f"{stats['records']} record(s), {stats['attributed']} attributed, {stats['failed']} failed attribution(s)"
+              + (f", {stats['non_memory_verdicts']} non-memory verdict(s)" if stats["non_memory_verdicts"] else ""))
         _print_written(written)
         return 0
 
@@ -249,6 +272,22 @@ def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | No
                 if outcome.batches_done else "no batch finished")
         print(f"error: {outcome.failure}; {kept}; rerun the same command to resume", file=sys.stderr)
         return 1
+    return 0
+
+
+def _export_otel(args: argparse.Namespace, analysis: Any) -> int:
+    """Export the spans (``--otel-jsonl``/``--otel-endpoint``); 0 on success, else the exit code."""
+    from toolkits.report.otel import OtelUnavailable, export_analysis
+
+    try:
+        summary = export_analysis(analysis, jsonl_path=args.otel_jsonl, endpoint=args.otel_endpoint,
+                                  capture_content=args.otel_capture_content)
+    except OtelUnavailable as exc:
+        return _error(str(exc))
+    except OSError as exc:
+        return _error(f"cannot write --otel-jsonl {args.otel_jsonl!r}: {exc.strerror or exc}")
+    print(f"otel: {summary.spans} span(s) for {summary.cases} case(s) in {summary.traces} trace(s)"
+          + (f" -> {args.otel_jsonl}" if args.otel_jsonl else "") + (f" -> {args.otel_endpoint}" if args.otel_endpoint else ""))
     return 0
 
 
