@@ -44,7 +44,7 @@ class _StubAttribution:
         return SimpleNamespace(results=results)
 
 
-def _round(tmp_path, dataset, op_name, trials=4, cap=None):
+def _round(tmp_path, dataset, op_name, trials=4, cap=None, hops=0):
     from toolkits.optimization.bundle import MemoryConfigBundle
     from toolkits.optimization.loop import RoundContext
     from toolkits.optimization.objective import ContextRecallObjective
@@ -57,7 +57,7 @@ def _round(tmp_path, dataset, op_name, trials=4, cap=None):
     step = ParameterRoundStep(
         objective=objective, registry=parameter_registry(), search_root=tmp_path / "search", attribution_runner=stub,
         settings=ParameterSearchSettings(budget=300, trials_per_round=trials, n_startup_trials=2, show_progress=False,
-                                         max_attributed_cases=cap),
+                                         max_attributed_cases=cap, upstream_hops=hops),
     )
     folder = tmp_path / "iteration_1"
     folder.mkdir()
@@ -65,13 +65,15 @@ def _round(tmp_path, dataset, op_name, trials=4, cap=None):
     return bundle, output, folder, stub
 
 
-@pytest.mark.parametrize("op_name, expected", [
-    ("memory_system.retrieve", {"top_k"}),
-    ("memory_system.message_buffer_update", {"max_tokens", "num_overlap_msgs", "deferred"}),
-    ("memory_system.add", set()),  # its subgraph holds no parameter: nothing is searched
+@pytest.mark.parametrize("op_name, hops, expected", [
+    ("memory_system.retrieve", 0, {"top_k"}),
+    ("memory_system.message_buffer_update", 0, {"max_tokens", "num_overlap_msgs", "deferred"}),
+    ("memory_system.add", 0, set()),  # its subgraph holds no parameter: nothing is searched
+    # upstream: the retrieved units were cut by the buffer update, whose inputs are the chunking settings
+    ("memory_system.retrieve", 2, {"top_k", "max_tokens", "num_overlap_msgs", "deferred"}),
 ])
-def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, slices, op_name, expected):
-    bundle, output, folder, stub = _round(tmp_path, slices[0], op_name)
+def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, slices, op_name, hops, expected):
+    bundle, output, folder, stub = _round(tmp_path, slices[0], op_name, hops=hops)
     summary = output.summary
     assert stub.seen and summary["num_failed_queries"] == len(stub.seen) == summary["num_cases_attributed"]
     assert set(summary["searched_parameters"]) == expected
@@ -81,7 +83,7 @@ def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, sl
     untouched = {"max_tokens", "num_overlap_msgs", "deferred", "top_k"} - expected
     assert {k: output.next_bundle.get(k) for k in untouched - {"top_k"}} == {k: bundle.get(k) for k in untouched - {"top_k"}}
     grouped = json.loads((folder / "grouped_attributions.json").read_text())
-    candidates = {c for g in grouped.values() for a in g["assignments"] for c in a["candidates"]}
+    candidates = {c for g in grouped.values() for a in g["assignments"] for c in [*a["candidates"], *a["upstream"]]}
     assert expected <= candidates
     for name in ("failed_cases.json", "error_attribution.json"):
         assert (folder / name).is_file()

@@ -9,6 +9,12 @@ one wins:
 2. then the targets' order in the list given (registration order of the registry);
 3. then the variable name and, last, the newer version.
 
+With ``upstream_hops`` > 0 each assignment also lists the target variables *upstream* of the
+operation (``Assignment.upstream``): walking back from the variables the operation consumes
+along the edges that produced them, at most ``upstream_hops`` operations deep, nearest first. An
+evidence unit lost at retrieval was shaped by the chunking that built it; attribution names the
+operation where the loss shows, the walk finds the settings before it that could avoid it.
+
 An attribution with no operation, an operation missing from the graph, or no target variable
 in the subgraph is *unoptimizable*; it is kept with the reason (the reference only counted
 these). The result does not depend on the order of nodes in the graph, so reruns group
@@ -18,14 +24,15 @@ identically.
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolkits.optimization.records import Attribution
 from toolkits.optimization.targets import Target
 
-__all__ = ["AttributionGroups", "Assignment", "group_attributions", "latest_target_nodes"]
+__all__ = ["AttributionGroups", "Assignment", "group_attributions", "latest_target_nodes", "upstream_targets"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +51,8 @@ class Assignment:
     """Why it is unoptimizable (empty when assigned)."""
     candidates: tuple[str, ...] = ()
     """Fields of every target variable in the op subgraph, best first (``field`` is the first)."""
+    upstream: tuple[str, ...] = ()
+    """Fields of target variables upstream of the op (not among ``candidates``), nearest first."""
 
 
 @dataclass(kw_only=True)
@@ -83,7 +92,7 @@ class AttributionGroups:
             "missing_targets": list(self.missing_targets),
             "assignments": [
                 {"index": a.index, "field": a.field, "variable_id": a.variable_id, "consumed": a.consumed,
-                 "reason": a.reason, "candidates": list(a.candidates)}
+                 "reason": a.reason, "candidates": list(a.candidates), "upstream": list(a.upstream)}
                 for a in self.assignments
             ],
         }
@@ -109,7 +118,7 @@ def latest_target_nodes(graph: Any, targets: Sequence[Target]) -> tuple[dict[str
 
 
 def group_attributions(
-    attributions: Iterable[Any], graph: Any, targets: Sequence[Target]
+    attributions: Iterable[Any], graph: Any, targets: Sequence[Target], *, upstream_hops: int = 0
 ) -> AttributionGroups:
     """Group attributions by the target variable their operation depends on (see module docstring).
 
@@ -118,6 +127,8 @@ def group_attributions(
             ``op_id``, ``reason``).
         graph: The traced ``ExecNetwork`` the attributions refer to.
         targets: Candidate targets, in priority order (e.g. ``TARGETS.for_layer("Mem0")``).
+        upstream_hops: How many producing operations deep to look for targets upstream of each
+            attributed operation (0: none; see the module docstring).
 
     Returns:
         The groups; targets absent from the graph are listed in ``missing_targets``.
@@ -135,9 +146,16 @@ def group_attributions(
     latest, missing = latest_target_nodes(graph, targets)
     groups = AttributionGroups(node_ids={nid: f for f, nid in latest.items()}, missing_targets=missing)
     present = {t.variable for t in targets if t.field in latest}
+    upstream_of: dict[str, tuple[str, ...]] = {}
     for index, raw in enumerate(attributions):
         attribution = Attribution.coerce(raw)
         assignment = _assign(index, attribution, graph, by_variable, present)
+        op_id = (attribution.op_id or "").strip()
+        if upstream_hops > 0 and op_id and not assignment.reason.startswith("operation"):
+            if op_id not in upstream_of:
+                upstream_of[op_id] = upstream_targets(graph, op_id, by_variable, present, upstream_hops)
+            found = tuple(f for f in upstream_of[op_id] if f not in assignment.candidates)
+            assignment = replace(assignment, upstream=found)
         groups.assignments.append(assignment)
         if assignment.field is None:
             groups.unoptimizable.append((attribution, assignment.reason))
@@ -180,3 +198,40 @@ def _assign(
     best = candidates[0]
     ranked = tuple(dict.fromkeys(c[5].field for c in candidates))
     return Assignment(index=index, field=best[5].field, variable_id=best[4], consumed=best[6], candidates=ranked)
+
+
+def upstream_targets(
+    graph: Any, op_id: str, by_variable: dict[str, tuple[int, Target]], present: set[str], hops: int
+) -> tuple[str, ...]:
+    """Target fields upstream of ``op_id``, nearest first (then target order).
+
+    Level 0 is every variable of the operation's subgraph. A variable at level d was made by
+    other operations (the ops of its incoming edges, the attributed one aside); every input of
+    those operations is at level d + 1 — a retrieved unit leads to the op that stored it, its
+    text to the buffer update that cut it, and that update's inputs include the chunking
+    settings. Target variables found on levels 1 … ``hops`` are returned.
+    """
+    driver = graph.driver
+    sub = graph.filter_by_operation(op_id)
+    start = {e.source_full_node_id for e in sub.edges} | {e.target_full_node_id for e in sub.edges}
+    seen = set(start)
+    frontier = deque((node_id, 0) for node_id in sorted(start))
+    inputs_of: dict[str, set[str]] = {}
+    found: dict[str, tuple[int, int]] = {}
+    while frontier:
+        node_id, depth = frontier.popleft()
+        if depth >= hops:
+            continue
+        for edge in driver.get_edges_by_node(node_id, "incoming"):
+            if edge.op_id == op_id:
+                continue
+            if edge.op_id not in inputs_of:
+                inputs_of[edge.op_id] = {e.source_full_node_id for e in driver.get_edges_by_operation(edge.op_id)}
+            for source in sorted(inputs_of[edge.op_id] - seen):
+                seen.add(source)
+                frontier.append((source, depth + 1))
+                name = graph.get_variable(source).full_name
+                if name in by_variable and name in present:
+                    rank, target = by_variable[name]
+                    found.setdefault(target.field, (depth + 1, rank))
+    return tuple(sorted(found, key=lambda f: found[f]))

@@ -18,6 +18,16 @@ from typing import Any
 __all__ = ["add_arguments", "run_context_recall"]
 
 
+def _hops(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
     """The parameter loop's flags (``--objective`` and the ``context_recall`` settings)."""
     group = parser.add_argument_group("parameter loop (--objective context_recall; no LLM)")
@@ -34,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
                        "unguided: every parameter of the layer (the ablation)")
     group.add_argument("--train-trajectories", default=None,
                        help="0-based training conversations, e.g. 0,1,2,3,4 (default: --sample-size drawn with --seed)")
+    group.add_argument("--upstream-hops", type=_hops, default=2,
+                       help="guided search also takes the parameters of the operations up to N steps upstream of an "
+                       "attributed one (chunking before retrieval); 0: only the attributed operations' own "
+                       "(default: %(default)s)")
     group.add_argument("--max-attributed-cases", type=positive_int, default=100,
                        help="missed questions attributed per round, a seeded sample (default: %(default)s)")
     group.add_argument("--search-cache-dir", default=None,
@@ -141,7 +155,7 @@ def _check_run_settings(args: argparse.Namespace, root: Path, initial: Any, trai
         "objective": "context_recall", "initial_configuration_sha256": configuration_digest(initial),
         "train_trajectories": list(train), "context_budget": args.context_budget,
         "trials_per_round": args.trials_per_round, "search": args.search, "top_k": args.top_k, "seed": args.seed,
-        "max_attributed_cases": args.max_attributed_cases,
+        "max_attributed_cases": args.max_attributed_cases, "upstream_hops": args.upstream_hops,
     }
     # --rerun discards everything later; a search's trials count as results, even in an incomplete round
     has_results = not args.rerun and (IterationStore(root).last_complete() is not None
@@ -187,7 +201,7 @@ def _run(args: argparse.Namespace, plan: dict[str, Any]) -> int:
     settings = ParameterSearchSettings(
         budget=args.context_budget, trials_per_round=args.trials_per_round, guided=args.search == "guided",
         default_top_k=args.top_k, seed=args.seed, show_progress=args.progress,
-        max_attributed_cases=args.max_attributed_cases,
+        max_attributed_cases=args.max_attributed_cases, upstream_hops=args.upstream_hops,
     )
     runner = None
     if settings.guided:

@@ -81,6 +81,9 @@ class ParameterSearchSettings:
     """Attribute at most this many missed questions per round (a seeded sample; None: all).
     evidence_flow takes seconds per question on a whole LoCoMo conversation, and the searched
     parameters only need the operations the misses point to."""
+    upstream_hops: int = 2
+    """Also search the parameters up to this many producing operations upstream of an attributed
+    one (:func:`~toolkits.optimization.grouping.upstream_targets`; 0: only the op's own subgraph)."""
     show_progress: bool = True
 
 
@@ -206,7 +209,8 @@ class ParameterRoundStep:
         by_user: dict[str, list[Any]] = {}
         for attribution in attributions:
             by_user.setdefault(attribution.metadata["user_id"], []).append(attribution)
-        groups = [group_attributions(items, graphs[user], targets) for user, items in sorted(by_user.items())]
+        groups = [group_attributions(items, graphs[user], targets, upstream_hops=self.settings.upstream_hops)
+                  for user, items in sorted(by_user.items())]
         atomic_write_json(ctx.folder / GROUPED_FILENAME, {user: g.as_json() for user, g in zip(sorted(by_user), groups,
                                                                                                 strict=True)})
         counts = attributed_parameters(groups, self.registry, bundle.backend)
@@ -226,6 +230,8 @@ class ParameterRoundStep:
             "attributions_by_error_type": by_type,
             "attributions_by_op_name": by_op,
             "attributed_parameters": counts,
+            "upstream_parameters": sorted({f for g in groups for a in g.assignments for f in a.upstream
+                                           if f in counts}),
             "num_unoptimizable_errors": sum(len(g.unoptimizable) for g in groups),
             "prompt_targets_not_searched": prompt_fields,
         }

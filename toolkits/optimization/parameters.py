@@ -109,14 +109,15 @@ def attributed_parameters(
     """Parameter fields found in the subgraphs of attributed operations -> number of attributions.
 
     Every parameter candidate of an assignment counts (an operation shaped by top_k and rrf_k
-    implicates both), whichever target the attribution was grouped onto. Ordered by count, then
+    implicates both), whichever target the attribution was grouped onto, and so does every
+    parameter found upstream of the operation (``Assignment.upstream``, when grouping looked). Ordered by count, then
     registration order.
     """
     parameters = {t.field for t in registry.for_layer(layer_type, kinds=("parameter",))}
     counts: dict[str, int] = {}
     for group in groups:
         for assignment in group.assignments:
-            for name in assignment.candidates:
+            for name in (*assignment.candidates, *assignment.upstream):
                 if name in parameters:
                     counts[name] = counts.get(name, 0) + 1
     order = {t.field: i for i, t in enumerate(registry)}
