@@ -9,6 +9,8 @@ from tests.membase_mem0v3._helpers import NEEDS_MEM0V3, message
 pytest.importorskip("mem0.utils.scoring", reason=NEEDS_MEM0V3)
 
 from toolkits.evidence_flow import attribute_case_evidence_flow  # noqa: E402
+from toolkits.optimization.grouping import group_attributions  # noqa: E402
+from toolkits.optimization.targets import TARGETS  # noqa: E402
 
 CAT_MESSAGES = [
     message(1, "I adopted a cat last spring from the shelter."),
@@ -47,6 +49,9 @@ def test_a_fact_skipped_as_already_known_is_an_extraction_error_at_its_extractio
     assert len(existing) == 1
     feeding = {e.source_full_node_id for e in run.graph.get_all_edges() if e.target_full_node_id in existing}
     assert feeding == {f"memory-unit-{first_unit['id']}@1"}
+    # the optimizer routes this attribution to the layer's prompt knob
+    groups = group_attributions([result], run.graph, TARGETS.for_layer("Mem0v3"))
+    assert list(groups.by_field) == ["custom_instructions"]
 
 
 def test_a_holding_memory_under_the_threshold_is_a_retrieval_error_at_score_fusion(traced_question):

@@ -23,6 +23,7 @@ layer                  bundle field                                   graph vari
 every layer            ``question_answering_prompt``                  ``question-answering-prompt``
 Mem0                   ``custom_fact_extraction_prompt``              ``fact-extraction-system-prompt``
 Mem0                   ``custom_update_memory_prompt``                ``memory-update-decision-prompt``
+Mem0v3                 ``custom_instructions``                        ``extraction-custom-instructions``
 EverMemOS              ``prompt_overrides.<variable>``                the seven ``*-prompt-template`` s
 =====================  =============================================  ================================
 
@@ -200,6 +201,17 @@ def _evermemos_targets() -> list[Target]:
     ]
 
 
+def _mem0v3_instructions_contract(value: object) -> list[str]:
+    """mem0ai 2.x pastes ``custom_instructions`` as the last ``## `` section of its extraction prompt."""
+    if not isinstance(value, str):
+        return [f"the value must be text, got {type(value).__name__}"]
+    if not value.strip():
+        return ["the value is empty"]
+    if any(line.lstrip().startswith("#") for line in value.splitlines()):
+        return ["no line may start with '#': mem0 reads '## ' and '# ' lines as sections of its own prompt"]
+    return []
+
+
 def builtin_targets() -> list[Target]:
     """The built-in prompt targets (see the module docstring), in priority order."""
     return [
@@ -222,6 +234,17 @@ def builtin_targets() -> list[Target]:
                 "memories and choose ADD, UPDATE, DELETE or NONE (mem0 appends the memories, facts and JSON shape)."
             ),
             contract=mem0_update_decision_contract,
+        ),
+        Target(
+            field="custom_instructions",
+            variable="extraction-custom-instructions",
+            layers=("Mem0v3",),
+            description=(
+                "Custom instructions that mem0ai 2.x appends to its additive extraction prompt (under a "
+                "'## Custom Instructions' heading): what to extract from each new message and what to skip as "
+                "already known; mem0 fixes the system prompt and the JSON reply shape itself."
+            ),
+            contract=_mem0v3_instructions_contract,
         ),
         *_evermemos_targets(),
         Target(
