@@ -154,3 +154,25 @@ def test_the_1_0_5_layer_refuses_mem0_2_x_instead_of_dropping_its_prompts(tmp_pa
                         embedding_model_dims=32, custom_fact_extraction_prompt="Reply in json with facts.")
     with pytest.raises(ConfigError, match="ignores the config key.*custom_fact_extraction_prompt.*Mem0v3"):
         Mem0Layer(config)
+
+
+def _capitalised_words(text: str) -> list[tuple[str, str]]:
+    """A stand-in for spaCy: every capitalised word after the speaker prefix is an entity."""
+    body = text.split(": ", 1)[-1]
+    return [("PROPN", word.strip(".,")) for word in body.split()[1:] if word[:1].isupper()]
+
+
+def test_entities_are_linked_and_boost_search_when_an_extractor_is_available(traced_question, monkeypatch):
+    import mem0.memory.main as mem0_main
+
+    monkeypatch.setattr(mem0_main, "extract_entities_batch", lambda texts, **kw: [_capitalised_words(t) for t in texts])
+    monkeypatch.setattr(mem0_main, "extract_entities", _capitalised_words)
+    run = traced_question(TWO_FACTS, "Ana: Where will the Dolomites trip go in June?", ["mem0v3-message-2"],
+                          "The Dolomites.", k=2)
+    links = [e for op in run.ops("memory_system.link_entities") for e in run.edges(op)]
+    assert {e.target_full_node_id.rsplit("@", 1)[0] for e in links} == {"entity-lea", "entity-dolomites", "entity-june"}
+    assert all(e.source_full_node_id.startswith("memory-unit-") for e in links)
+    (fusion,) = run.ops("memory_system.score_fusion")
+    assert fusion.metadata["entity_boost_active"] is True
+    boosted = [d for d in fusion.metadata["scores"].values() if d["entity_boost"] > 0]
+    assert boosted and all(d["max_possible_score"] == 1.5 for d in boosted)
