@@ -53,7 +53,7 @@ from toolkits.optimization.optimizer import (
     zero_costs,
 )
 from toolkits.optimization.pipeline import PipelineSettings, run_pipeline
-from toolkits.optimization.records import Attribution, decode_stored_text
+from toolkits.optimization.records import Attribution, decode_stored_text, strip_run_dates
 from toolkits.optimization.targets import TEXTUAL_GRADIENT, Target
 
 __all__ = [
@@ -461,6 +461,7 @@ class PromptRoundStep:
         # graph only to show the optimizer its concrete value stays unset (the layer's own default),
         # so a default that is rendered per run (mem0 writes "Today's date is ..." into its fact
         # prompt) is not frozen at round 1's date for every later round and the final evaluation.
+        result_opt.updates = {f: strip_run_dates(v) for f, v in result_opt.updates.items()}
         current = ctx.bundle
         candidate = current.with_updates(result_opt.updates) if result_opt.updates else current
         gate_record = None
@@ -503,7 +504,8 @@ class PromptRoundStep:
                 continue
             versions = graph.get_versions(target.variable)
             if versions:
-                fills[target.field] = decode_stored_text(max(versions, key=lambda v: v.version).raw_value)
+                # the optimizer must not see (and copy) the day this run rendered into a default prompt
+                fills[target.field] = strip_run_dates(decode_stored_text(max(versions, key=lambda v: v.version).raw_value))
         if not fills:
             return bundle, []
         try:

@@ -46,7 +46,7 @@ from pydantic import BaseModel, Field, ValidationError
 from toolkits._base import AgentBaseConfig, ApiPool, CredentialError, redact, resolve_api_pool
 from toolkits.optimization import prompts as P
 from toolkits.optimization.contracts import requirements_of
-from toolkits.optimization.records import Attribution
+from toolkits.optimization.records import Attribution, unquote
 from toolkits.optimization.targets import Target
 
 __all__ = [
@@ -640,7 +640,8 @@ def _failed_case_text(error: Attribution, graph: Any) -> str:
             op_xml = "<graph />"
     return P.format_failed_case(
         error_type=error.error_type, op_id=error.op_id, reason=error.reason, op_graph_xml=op_xml,
-        question=error.query, golden_answer=error.golden_answer, prediction=error.prediction,
+        question=unquote(error.query), golden_answer=unquote(error.golden_answer),
+        prediction=unquote(error.prediction),
     )
 
 

@@ -9,12 +9,13 @@ optimizers turn into feedback.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Attribution", "decode_stored_text"]
+__all__ = ["Attribution", "decode_stored_text", "strip_run_dates", "unquote"]
 
 
 class Attribution(BaseModel):
@@ -73,3 +74,27 @@ def decode_stored_text(raw: Any) -> Any:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return raw
     return raw
+
+
+_RUN_DATE_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]*)?Today's date is \d{4}-\d{2}-\d{2}\.?[ \t]*\n?", re.MULTILINE)
+
+
+def unquote(text: Any) -> Any:
+    """A text traced with ``repr`` (``"'When did ...?'"``) as the plain text; anything else unchanged.
+
+    Questions and answers read from a graph keep smartcomment's repr quotes; shown to the optimizer
+    they read as part of the question.
+    """
+    if not isinstance(text, str):
+        return text
+    value = decode_stored_text(text)
+    return value if isinstance(value, str) else text
+
+
+def strip_run_dates(text: Any) -> Any:
+    """Remove the ``Today's date is YYYY-MM-DD.`` lines a layer renders into its default prompt per run.
+
+    mem0 writes the day of the run into its default fact-extraction prompt; a prompt filled from
+    the graph and rewritten by the optimizer would carry that day into every later run.
+    """
+    return _RUN_DATE_LINE.sub("", text) if isinstance(text, str) else text
