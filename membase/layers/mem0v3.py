@@ -12,7 +12,8 @@ mem0ai 2.x conflicts with the 1.0.5 pin of the `Mem0` layer: install it in its o
 `pip install -e ".[mem0v3]"`. Our chat model and embedder are plugged in through mem0's provider
 factories (`mem0_adapters`, unchanged between the two releases); the vector store is qdrant local
 mode under `save_dir/qdrant`; the history database is `save_dir/history.db`. Tracing is applied
-from outside (`mem0v3_tracing.Mem0v3Tracer` patch specs). Failure handling is the Mem0 layer's:
+from outside (`mem0v3_tracing.Mem0v3Tracer` and `mem0v3_search_tracing.Mem0v3SearchTracer`
+patch specs). Failure handling is the Mem0 layer's:
 one message's failure is recorded in `layer.failures` and the run continues; fatal client errors
 are raised.
 """
@@ -164,13 +165,12 @@ class Mem0v3Layer(MemBaseLayer):
         self.memory: Any = None
         try:
             self.memory = self._build_memory()
+            from membase.layers.mem0v3_search_tracing import Mem0v3SearchTracer
             from membase.layers.mem0v3_tracing import Mem0v3Tracer
 
-            self.tracer = Mem0v3Tracer(
-                self.memory,
-                llm_model=config.llm_model,
-                embedding_model=getattr(self.embedder, "model_name", "unknown"),
-            )
+            embedding_name = getattr(self.embedder, "model_name", "unknown")
+            self.tracer = Mem0v3Tracer(self.memory, llm_model=config.llm_model, embedding_model=embedding_name)
+            self.search_tracer = Mem0v3SearchTracer(self.memory, embedding_model=embedding_name)
         except BaseException:
             self.cleanup()  # the local qdrant client holds a folder lock: release it
             raise
@@ -293,7 +293,7 @@ class Mem0v3Layer(MemBaseLayer):
     def retrieve(self, query: str, k: int = 10, **kwargs: Any) -> list[MemoryEntry]:
         """Search mem0 (`explain=True`) and return entries whose `trace_id` is `memory-unit-<mem0 id>`."""
         query_rv = query_variable()
-        with MonkeyPatcher(self.tracer.search_patch_specs()):
+        with MonkeyPatcher(self.search_tracer.search_patch_specs()):
             results = self.memory.search(
                 query,
                 top_k=k,
@@ -321,7 +321,7 @@ class Mem0v3Layer(MemBaseLayer):
                 )
             )
         if tracing_active():
-            self.tracer.record_search(query_rv, results, k, self.config.search_threshold)
+            self.search_tracer.record_search(query_rv, results, k, self.config.search_threshold)
         return entries
 
     def delete(self, memory_id: str) -> bool:

@@ -16,14 +16,7 @@ duration of one `add`; each wrapper records after the wrapped call returned:
 | `memory.vector_store.insert` | `memory_system.insert_memories` (update) | `deduplicated_memories` -> `memory-unit-<id>` v1 |
 | `mem0.memory.main.extract_entities_batch` | `memory_system.link_entities` (update) | each new unit -> `entity-<text>` |
 
-Search (`search_patch_specs`, installed around `memory.search(..., explain=True)`) wraps
-`memory.vector_store.search`, `memory.vector_store.keyword_search` and mem0's `score_and_rank`;
-`record_search` then writes `memory_system.semantic_search` (query -> `semantic_candidates`),
-`memory_system.keyword_search` (query -> `keyword_candidates`, only when BM25 is active) and
-`memory_system.score_fusion` (candidates -> `fused_retrieval_results` -> each returned unit, latest
-version), all `retrieval`;
-the fusion op's metadata holds the threshold, top_k, every returned unit's `score_details` and
-every dropped candidate with its reason (`below_threshold`, `below_top_k`, `no_data`).
+Search is traced by `mem0v3_search_tracing.Mem0v3SearchTracer`.
 
 Cleaned replies are recomputed with mem0's own `remove_code_blocks` / `extract_json`, hashes with
 the md5 mem0 uses. Nothing here raises into mem0: a recording failure is logged and the host call
@@ -45,7 +38,15 @@ from membase.layers.mem0_tracing import RAW_INPUT_PREFIX
 from membase.layers.tracing import json_encode, memory_unit_options, tracing_active
 from membase.utils.patching import PatchSpec, make_attr_patch
 
-__all__ = ["CUSTOM_INSTRUCTIONS_VARIABLE", "SYSTEM_PROMPT_VARIABLE", "Mem0v3Tracer"]
+__all__ = [
+    "CUSTOM_INSTRUCTIONS_VARIABLE",
+    "SYSTEM_PROMPT_VARIABLE",
+    "Mem0v3Tracer",
+    "attr_patch_specs",
+    "list_variable",
+    "never_raise",
+    "unit_ref",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -74,23 +75,11 @@ class _AddState:
     """`(memory id, text)` of every stored unit, in mem0's order."""
 
 
-@dataclass
-class _SearchState:
-    """Per `memory.search` call."""
-
-    semantic: list[dict[str, Any]] = field(default_factory=list)
-    keyword_active: bool = False
-    bm25_scores: dict[str, float] = field(default_factory=dict)
-    entity_boosts: dict[str, float] = field(default_factory=dict)
-    internal_limit: int | None = None
-
-
 _STATE: contextvars.ContextVar[_AddState | None] = contextvars.ContextVar("mem0v3_add_state", default=None)
-_SEARCH: contextvars.ContextVar[_SearchState | None] = contextvars.ContextVar("mem0v3_search_state", default=None)
 
 
 @contextlib.contextmanager
-def _never_raise(what: str) -> Iterator[None]:
+def never_raise(what: str) -> Iterator[None]:
     try:
         yield
     except Exception:  # tracing must never break the traced program
@@ -101,12 +90,12 @@ def _unit_value(memory_id: str, text: str, payload: dict[str, Any] | None) -> di
     return {"id": memory_id, "memory": text, "timestamp": (payload or {}).get("timestamp")}
 
 
-def _unit_ref(memory_id: str, text: str, payload: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def unit_ref(memory_id: str, text: str, payload: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The latest version of a unit, by identity (no new version)."""
     return _unit_value(memory_id, text, payload), memory_unit_options(identity_only=True)
 
 
-def _list_variable(value: Any, class_name: str, category: str, comment: str) -> Any:
+def list_variable(value: Any, class_name: str, category: str, comment: str) -> Any:
     from smartcomment import comment_variable
 
     return comment_variable(
@@ -137,6 +126,18 @@ def _parse_extraction(cleaned: str) -> tuple[list[str], str | None]:
     return texts, None
 
 
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def attr_patch_specs(targets: list[tuple[str, Any, str, Wrapper]]) -> list[PatchSpec]:
+    """`PatchSpec`s for `(label, object, attribute, wrapper)` tuples."""
+    specs = []
+    for name, obj, attr, wrapper in targets:
+        getter, setter = make_attr_patch(obj, attr)
+        specs.append(PatchSpec(name=name, getter=getter, setter=setter, wrapper=wrapper))
+    return specs
+
+
 def _md5(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()  # mem0's content hash, not a security use
 
@@ -163,7 +164,7 @@ class Mem0v3Tracer:
         import mem0.memory.main as mem0_main
 
         m = self.memory
-        return self._specs(
+        return attr_patch_specs(
             [
                 ("mem0v3._add_to_vector_store", m, "_add_to_vector_store", self._wrap_add_to_vector_store),
                 ("mem0v3.db.get_last_messages", m.db, "get_last_messages", self._wrap_last_messages),
@@ -176,27 +177,6 @@ class Mem0v3Tracer:
             ]
         )
 
-    def search_patch_specs(self) -> list[PatchSpec]:
-        """The specs to install around `memory.search` calls (candidates, BM25, score fusion)."""
-        import mem0.memory.main as mem0_main
-
-        m = self.memory
-        return self._specs(
-            [
-                ("mem0v3.search.semantic", m.vector_store, "search", self._wrap_semantic_search),
-                ("mem0v3.search.keyword", m.vector_store, "keyword_search", self._wrap_keyword_search),
-                ("mem0v3.search.score_and_rank", mem0_main, "score_and_rank", self._wrap_score_and_rank),
-            ]
-        )
-
-    @staticmethod
-    def _specs(targets: list[tuple[str, Any, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]) -> list[PatchSpec]:
-        specs = []
-        for name, obj, attr, wrapper in targets:
-            getter, setter = make_attr_patch(obj, attr)
-            specs.append(PatchSpec(name=name, getter=getter, setter=setter, wrapper=wrapper))
-        return specs
-
     # -- ingestion: per-call state ----------------------------------------------------------------
     def _wrap_add_to_vector_store(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def add_to_vector_store(messages: Any, metadata: Any, filters: Any, infer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -206,7 +186,7 @@ class Mem0v3Tracer:
             token = _STATE.set(state)
             try:
                 result = original(messages, metadata, filters, infer, *args, **kwargs)
-                with _never_raise("embedding and hash dedup"):
+                with never_raise("embedding and hash dedup"):
                     self._record_dedup(state)
                 return result
             finally:
@@ -222,7 +202,7 @@ class Mem0v3Tracer:
         return [] if ctx is None else ctx.query_variables(name_pattern=f"^{RAW_INPUT_PREFIX}\\d+$")
 
     def _remember_messages(self) -> None:
-        with _never_raise("message index"):
+        with never_raise("message index"):
             for rv in self._raw_inputs():
                 value = json.loads(rv.value) if isinstance(rv.value, str) else rv.value
                 content = value.get("content") if isinstance(value, dict) else None
@@ -237,7 +217,7 @@ class Mem0v3Tracer:
             rows = original(*args, **kwargs)
             state = _STATE.get()
             if state is not None and tracing_active():
-                with _never_raise("recent_messages"):
+                with never_raise("recent_messages"):
                     self._record_recent(state, list(rows or []))
             return rows
 
@@ -272,7 +252,7 @@ class Mem0v3Tracer:
             hits = original(*args, **kwargs)
             state = _STATE.get()
             if state is not None and state.existing_rv is None and tracing_active():
-                with _never_raise("search_existing_memories"):
+                with never_raise("search_existing_memories"):
                     self._record_existing(state, list(hits or []))
             return hits
 
@@ -294,7 +274,7 @@ class Mem0v3Tracer:
             comment="The new message searches the store for the existing memories the extraction LLM sees.",
             metadata={"top_k": 10, "embedding_model": self.embedding_model},
         ):
-            state.existing_rv = _list_variable(
+            state.existing_rv = list_variable(
                 shown,
                 "existing_memories",
                 "similar_memories",
@@ -302,7 +282,7 @@ class Mem0v3Tracer:
             )
             for e in state.existing:
                 comment_link(
-                    source=_unit_ref(e["id"], e["text"], e["payload"]),
+                    source=unit_ref(e["id"], e["text"], e["payload"]),
                     target=state.existing_rv,
                     comment=f"Memory '{e['id']}' is similar to the new message.",
                 )
@@ -317,10 +297,10 @@ class Mem0v3Tracer:
             try:
                 response = original(*args, **kwargs)
             except Exception as exc:
-                with _never_raise("failed extract_memories"):
+                with never_raise("failed extract_memories"):
                     self._record_extraction(state, messages, "", error=f"({type(exc).__name__}) {exc}")
                 raise
-            with _never_raise("extract_memories"):
+            with never_raise("extract_memories"):
                 self._record_extraction(state, messages, response)
             return response
 
@@ -409,7 +389,7 @@ class Mem0v3Tracer:
             )
             comment_link(source=raw_rv, target=clean_rv, comment="mem0.memory.utils.remove_code_blocks")
             state.extracted, error = _parse_extraction(cleaned)
-            state.extracted_rv = _list_variable(
+            state.extracted_rv = list_variable(
                 state.extracted, "extracted_memories", "llm_response", "The memory texts parsed from the reply."
             )
             comment_link(
@@ -455,7 +435,7 @@ class Mem0v3Tracer:
             comment="The new memory texts are embedded (a text whose embedding fails is left out).",
             metadata={"embedding_model": self.embedding_model},
         ):
-            embedded_rv = _list_variable(embedded, "embedded_memories", "llm_response", "The texts that got a vector.")
+            embedded_rv = list_variable(embedded, "embedded_memories", "llm_response", "The texts that got a vector.")
             comment_link(source=state.extracted_rv, target=embedded_rv, comment=f"{len(embedded)} texts embedded.")
         existing_hashes = {e["payload"].get("hash"): e["id"] for e in state.existing if e["payload"].get("hash")}
         kept: list[str] = []
@@ -476,7 +456,7 @@ class Mem0v3Tracer:
             comment="A new text whose md5 an existing memory (or an earlier text of this reply) has is dropped.",
             metadata={"skipped": skipped},
         ):
-            state.dedup_rv = _list_variable(kept, "deduplicated_memories", "llm_response", "The texts mem0 stores.")
+            state.dedup_rv = list_variable(kept, "deduplicated_memories", "llm_response", "The texts mem0 stores.")
             comment_link(source=embedded_rv, target=state.dedup_rv, comment=f"{len(skipped)} texts dropped as duplicates.")
             if state.existing_rv is not None:
                 comment_link(source=state.existing_rv, target=state.dedup_rv, comment="Their hashes are compared.")
@@ -486,7 +466,7 @@ class Mem0v3Tracer:
             result = original(*args, **kwargs)
             state = _STATE.get()
             if state is not None and tracing_active():
-                with _never_raise("insert_memories"):
+                with never_raise("insert_memories"):
                     ids = list(kwargs.get("ids") or (args[2] if len(args) > 2 else []))
                     payloads = list(kwargs.get("payloads") or (args[1] if len(args) > 1 else []))
                     self._record_insert(state, [str(i) for i in ids], payloads)
@@ -518,7 +498,7 @@ class Mem0v3Tracer:
             found = original(texts, *args, **kwargs)
             state = _STATE.get()
             if state is not None and tracing_active() and any(found or []):
-                with _never_raise("link_entities"):
+                with never_raise("link_entities"):
                     self._record_entities(state, list(texts), list(found))
             return found
 
@@ -550,123 +530,7 @@ class Mem0v3Tracer:
                         },
                     )
                     comment_link(
-                        source=_unit_ref(memory_id, text, state.metadata),
+                        source=unit_ref(memory_id, text, state.metadata),
                         target=entity,
                         comment=f"Memory '{memory_id}' names '{entity_text}'.",
                     )
-
-    # -- search -----------------------------------------------------------------------------------
-    def _search_state(self) -> _SearchState:
-        state = _SEARCH.get()
-        if state is None:
-            state = _SearchState()
-            _SEARCH.set(state)
-        return state
-
-    def _wrap_semantic_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def search(*args: Any, **kwargs: Any) -> Any:
-            hits = original(*args, **kwargs)
-            state = self._search_state()
-            state.internal_limit = kwargs.get("top_k")
-            state.semantic = [
-                {"id": str(h.id), "score": getattr(h, "score", None), "payload": dict(getattr(h, "payload", None) or {})}
-                for h in hits or []
-            ]
-            return hits
-
-        return search
-
-    def _wrap_keyword_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def keyword_search(*args: Any, **kwargs: Any) -> Any:
-            hits = original(*args, **kwargs)
-            self._search_state().keyword_active = hits is not None
-            return hits
-
-        return keyword_search
-
-    def _wrap_score_and_rank(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def score_and_rank(*args: Any, **kwargs: Any) -> Any:
-            state = self._search_state()
-            state.bm25_scores = dict(kwargs.get("bm25_scores") or (args[1] if len(args) > 1 else {}) or {})
-            state.entity_boosts = dict(kwargs.get("entity_boosts") or (args[2] if len(args) > 2 else {}) or {})
-            return original(*args, **kwargs)
-
-        return score_and_rank
-
-    def record_search(self, query_rv: Any, results: list[dict[str, Any]], top_k: int, threshold: float) -> None:
-        """Record the search ops of one query (call after `memory.search` under `search_patch_specs`)."""
-        state = _SEARCH.get() or _SearchState()
-        _SEARCH.set(None)
-        if query_rv is None or not tracing_active():
-            return
-        with _never_raise("search"):
-            self._record_search(state, query_rv, results, top_k, threshold)
-
-    def _record_search(
-        self, state: _SearchState, query_rv: Any, results: list[dict[str, Any]], top_k: int, threshold: float
-    ) -> None:
-        from smartcomment import comment_link, comment_op_scope
-
-        candidates = [
-            {"id": c["id"], "memory": c["payload"].get("data", ""), "semantic_score": c["score"]} for c in state.semantic
-        ]
-        with comment_op_scope(
-            op_name="memory_system.semantic_search",
-            category="retrieval",
-            comment="The query's embedding finds the nearest memories (the candidate pool of score fusion).",
-            metadata={"embedding_model": self.embedding_model, "candidate_limit": state.internal_limit},
-        ):
-            semantic_rv = _list_variable(candidates, "semantic_candidates", "retrieval_results", "The semantic candidates.")
-            comment_link(source=query_rv, target=semantic_rv, comment=f"{len(candidates)} semantic candidates.")
-        inputs = [semantic_rv]
-        if state.keyword_active:
-            with comment_op_scope(
-                op_name="memory_system.keyword_search",
-                category="retrieval",
-                comment="BM25 over the memories' lemmatized text scores keyword matches.",
-            ):
-                keyword = [{"id": k, "bm25_score": v} for k, v in sorted(state.bm25_scores.items())]
-                keyword_rv = _list_variable(keyword, "keyword_candidates", "retrieval_results", "The BM25 scores.")
-                comment_link(source=query_rv, target=keyword_rv, comment=f"{len(keyword)} keyword matches.")
-            inputs.append(keyword_rv)
-        returned = {str(hit["id"]) for hit in results}
-        dropped = [_drop_reason(c, threshold, returned) for c in candidates if c["id"] not in returned]
-        with comment_op_scope(
-            op_name="memory_system.score_fusion",
-            category="retrieval",
-            comment=f"Candidates under the semantic threshold {threshold} are dropped; the rest are ranked by "
-            f"semantic + BM25 + entity scores and the top-{top_k} returned.",
-            metadata={
-                "threshold": threshold,
-                "top_k": top_k,
-                "bm25_active": state.keyword_active and bool(state.bm25_scores),
-                "entity_boost_active": bool(state.entity_boosts),
-                "scores": {str(h["id"]): h.get("score_details") for h in results},
-                "dropped": dropped,
-            },
-        ):
-            fused = [{"id": str(h["id"]), "memory": h.get("memory", ""), "score": h.get("score")} for h in results]
-            fused_rv = _list_variable(fused, "fused_retrieval_results", "retrieval_results", "The returned memories.")
-            for source in inputs:
-                comment_link(
-                    source=source,
-                    target=fused_rv,
-                    comment=f"{len(fused)} of {len(candidates)} candidates pass the threshold and the top-{top_k} cut.",
-                )
-            for hit in results:
-                comment_link(
-                    source=fused_rv,
-                    target=_unit_ref(str(hit["id"]), hit.get("memory", ""), hit.get("metadata")),
-                    comment=f"Memory '{hit['id']}' is retrieved (score {hit.get('score')}).",
-                )
-
-
-def _drop_reason(candidate: dict[str, Any], threshold: float, returned: set[str]) -> dict[str, Any]:
-    score = candidate.get("semantic_score") or 0.0
-    if not candidate.get("memory"):
-        reason = "no_data"
-    elif score < threshold:
-        reason = "below_threshold"
-    else:
-        reason = "below_top_k"
-    return {"id": candidate["id"], "memory": candidate.get("memory"), "semantic_score": score, "reason": reason}
