@@ -71,16 +71,34 @@ def _check_json_types(path: str, layer_type: str, config_cls: Any, data: dict[st
 
 
 def _dataset(args: argparse.Namespace) -> Any:
+    """The selected slice of `--dataset`, read once per command; `auto` becomes the detected type."""
     from membase.datasets import load_dataset
 
+    cached = getattr(args, "_loaded_dataset", None)
+    if cached is not None:
+        return cached
     full = load_dataset(args.dataset_type, args.dataset)
+    args.dataset_type = full.name
     dataset = full.select(args.start_idx, args.end_idx)
     if not dataset.trajectories:
         raise ConfigError(f"the slice --start-idx {args.start_idx} --end-idx {args.end_idx} selects no trajectory "
                           f"of {args.dataset!r} ({len(full.trajectories)} trajectories)")
     if args.sample_size is not None:
         dataset = dataset.sample(size=args.sample_size, seed=args.seed)
+    args._loaded_dataset = dataset
     return dataset
+
+
+def _is_online(args: argparse.Namespace) -> bool:
+    from membase.datasets import ONLINE_DATASETS
+
+    return _dataset(args).name in ONLINE_DATASETS
+
+
+def _refuse_online(args: argparse.Namespace, stage: str) -> None:
+    if _is_online(args):
+        raise ConfigError(f"{args.dataset_type} asks its questions during construction, so there is no separate "
+                          f"{stage} stage; use `python -m membase run` (construction, search and evaluation in one pass)")
 
 
 def _chat_model(spec: str, args: argparse.Namespace) -> Any:
@@ -120,17 +138,30 @@ def _paths(args: argparse.Namespace) -> tuple[str, str]:
     return str(out / "memory"), str(out / "traced_data")
 
 
-def _construct(args: argparse.Namespace) -> dict[str, Any]:
+def _construct(args: argparse.Namespace, online: Any = None) -> dict[str, Any]:
     from membase.runners import ConstructionRunner, ConstructionRunnerConfig
 
     layer_type, memory_config = _load_layer_config(args.layer_config)
     save_dir, traced = _paths(args)
-    runner = ConstructionRunner(ConstructionRunnerConfig(
+    config = ConstructionRunnerConfig(
         layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
         tracing=args.tracing, num_workers=args.num_workers, rerun=args.rerun, fail_fast=args.fail_fast,
         show_progress=not args.quiet,
-    ), fan_out=_fan_out(args))
+    )
+    if _is_online(args):
+        return _construct_online(args, config, online)
+    runner = ConstructionRunner(config, fan_out=_fan_out(args))
     return runner.run(_dataset(args)).as_dict()
+
+
+def _construct_online(args: argparse.Namespace, config: Any, online: Any) -> dict[str, Any]:
+    """Online questions are asked inside construction, one trajectory after another in this process."""
+    from membase.runners.online import OnlineConstructionRunner
+
+    if online is None:
+        logger.warning("%s questions are asked only by `run`; `construct` builds the memory and skips them",
+                       args.dataset_type)
+    return OnlineConstructionRunner(config, online).run(_dataset(args)).as_dict()
 
 
 def _search_runner(args: argparse.Namespace) -> Any:
@@ -146,37 +177,79 @@ def _search_runner(args: argparse.Namespace) -> Any:
 
 
 def _search(args: argparse.Namespace) -> dict[str, Any]:
+    _refuse_online(args, "search")
     return _search_runner(args).run(_dataset(args)).as_dict()
 
 
-def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
-    from membase.runners import EvaluationRunner, EvaluationRunnerConfig
+def _evaluation_config(args: argparse.Namespace, results: str) -> Any:
+    from membase.runners import EvaluationRunnerConfig
 
-    results = args.search_results or str(_search_runner(args).results_path)
     _, traced = _paths(args)
     metrics = args.metrics.split(",") if args.metrics else ["f1", "bleu", "llm_judge"]
+    return EvaluationRunnerConfig(
+        search_results_path=results, dataset_type=args.dataset_type, traced_data_save_dir=traced,
+        tracing=args.tracing, qa_batch_size=args.qa_batch_size, judge_batch_size=args.judge_batch_size,
+        metrics=metrics, show_progress=not args.quiet,
+    )
+
+
+def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    from membase.runners import EvaluationRunner
+
+    if args.search_results is None:
+        _refuse_online(args, "evaluation")
+    results = args.search_results or str(_search_runner(args).results_path)
+    if args.dataset_type == "auto":
+        args.dataset_type = _dataset_type_of_results(results)
+    config = _evaluation_config(args, results)
     runner = EvaluationRunner(
-        EvaluationRunnerConfig(
-            search_results_path=results, dataset_type=args.dataset_type, traced_data_save_dir=traced,
-            tracing=args.tracing, qa_batch_size=args.qa_batch_size, judge_batch_size=args.judge_batch_size,
-            metrics=metrics, show_progress=not args.quiet,
-        ),
+        config,
         qa_model=_chat_model(args.qa_model, args),
-        judge_model=_chat_model(args.judge_model, args) if "llm_judge" in metrics else None,
+        judge_model=_chat_model(args.judge_model, args) if "llm_judge" in config.metrics else None,
         fan_out=_fan_out(args),
     )
     return runner.run().as_dict()
 
 
+def _dataset_type_of_results(results: str) -> str:
+    """The dataset of a search results file, told by its users' ids (it picks the judge template)."""
+    from membase.datasets import dataset_type_of_user
+
+    try:
+        user = str(json.loads(Path(results).read_text(encoding="utf-8"))[0]["user_id"])
+    except (OSError, ValueError, LookupError, TypeError):
+        return "LoCoMo"  # the evaluation runner reports an unreadable or empty file itself
+    return dataset_type_of_user(user) or "LoCoMo"
+
+
+def _run_online(args: argparse.Namespace) -> dict[str, Any]:
+    """Construction asks each question where the conversation reaches it (RealMem)."""
+    from membase.runners.online import OnlineEvaluator
+
+    search = _search_runner(args)
+    config = _evaluation_config(args, str(search.results_path))
+    online = OnlineEvaluator(
+        dataset=_dataset(args), search=search.config, evaluation=config, qa_model=_chat_model(args.qa_model, args),
+        judge_model=_chat_model(args.judge_model, args) if "llm_judge" in config.metrics else None,
+    )
+    construction = _construct(args, online)
+    return {"construction": construction, "search": online.search_report.as_dict(),
+            "evaluation": online.evaluation_report.as_dict()}
+
+
 def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if _is_online(args):
+        return _run_online(args)
     return {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
 
 
 def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None:
     if needs_layer:
         p.add_argument("--layer-config", required=True, help="JSON file: {\"layer_type\": ..., fields...}")
-    p.add_argument("--dataset", default="../shared/data/locomo/locomo10.json", help="dataset file")
-    p.add_argument("--dataset-type", default="LoCoMo")
+    p.add_argument("--dataset", default="../shared/data/locomo/locomo10.json",
+                   help="dataset file (or a folder of RealMem persona files); see docs/datasets.md")
+    p.add_argument("--dataset-type", default="auto", metavar="{auto,LoCoMo,LongMemEval,RealMem}",
+                   help="format of --dataset; auto (the default) tells it by the file's shape")
     p.add_argument("--start-idx", type=int, default=None, help="first trajectory of the slice (0-based)")
     p.add_argument("--end-idx", type=int, default=None, help="end of the slice (exclusive)")
     p.add_argument("--sample-size", type=int, default=None, help="sample this many trajectories of the slice")

@@ -192,6 +192,7 @@ class ConstructionRunner:
             report.users_failed.setdefault(user_id, str(exc))
 
     def _build(self, layer: Any, traj: Trajectory, report: RunReport, bar: Any) -> Any:
+        from membase.datasets import dataset_type_of_user
         from smartcomment import comment_graph, comment_session
 
         cfg = self.config
@@ -200,7 +201,7 @@ class ConstructionRunner:
             "layer_type": cfg.layer_type,
             "traj_metadata": traj.metadata,
             "traced_data_save_dir": cfg.traced_data_save_dir,
-            "dataset_cls": "LoCoMo" if traj.id.startswith("locomo-") else "MemoryDataset",
+            "dataset_cls": dataset_type_of_user(traj.id) or "MemoryDataset",
         }
         with comment_graph(user_id=traj.id, project_id=cfg.layer_type, strict=cfg.strict, metadata=metadata) as graph:
             with MonkeyPatcher(layer.get_patch_specs()):
