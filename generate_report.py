@@ -129,23 +129,8 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
 
 
 def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | None) -> int:
-    from pydantic import ValidationError
-
-    from toolkits._base import CredentialError
-    from toolkits.report import (
-        OverviewError,
-        ReportConfig,
-        ReportInputError,
-        ReportRunner,
-        fake_model_factory,
-        is_fake_model,
-        render_cases,
-        resolve_overview,
-        summary_for_prompt,
-    )
-    from toolkits.report.pipeline import analyse, probe_save_folder, unavailable_cases, write_report
-    from toolkits.report.runner import VERSIONS_FOLDER
-    from toolkits.report.versions import VersionStore
+    from toolkits.report import ReportInputError
+    from toolkits.report.pipeline import analyse, probe_save_folder
 
     try:
         probe_save_folder(args.save_folder)
@@ -156,21 +141,43 @@ def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | No
                            viewer_url=args.viewer_url)
     except ReportInputError as exc:
         return _error(str(exc))
-    stats = analysis.statistics
     if args.otel_jsonl or args.otel_endpoint:
         code = _export_otel(args, analysis)
         if code:
             return code
-
     if args.no_llm:
-        unavailable = unavailable_cases(analysis)
-        for case in unavailable:
-            print(f"warning: case {case.query_id or case.index} has no readable graph: {case.reason}", file=sys.stderr)
-        written = write_report(args.save_folder, analysis, llm=None, report=None, png=args.png, unrenderable=unavailable)
-        print(f"{stats['records']} record(s), {stats['attributed']} attributed, {stats['failed']} failed attribution(s)"
-              + (f", {stats['non_memory_verdicts']} non-memory verdict(s)" if stats["non_memory_verdicts"] else ""))
-        _print_written(written)
-        return 0
+        return _statistics_only(args, analysis)
+    return _llm_report(args, analysis, model_factory)
+
+
+def _statistics_only(args: argparse.Namespace, analysis: Any) -> int:
+    from toolkits.report.pipeline import unavailable_cases, write_report
+
+    stats = analysis.statistics
+    unavailable = unavailable_cases(analysis)
+    for case in unavailable:
+        print(f"warning: case {case.query_id or case.index} has no readable graph: {case.reason}", file=sys.stderr)
+    written = write_report(args.save_folder, analysis, llm=None, report=None, png=args.png, unrenderable=unavailable)
+    print(f"{stats['records']} record(s), {stats['attributed']} attributed, {stats['failed']} failed attribution(s)"
+          + (f", {stats['non_memory_verdicts']} non-memory verdict(s)" if stats["non_memory_verdicts"] else ""))
+    _print_written(written)
+    return 0
+
+
+def _prepare_runner(args: argparse.Namespace, stats: dict[str, Any],
+                    model_factory: Callable[[int], Any] | None) -> tuple[Any, Any] | int:
+    """The overview and a credential-checked report runner, or the exit code of a one-line error."""
+    from pydantic import ValidationError
+
+    from toolkits._base import CredentialError
+    from toolkits.report import (
+        OverviewError,
+        ReportConfig,
+        ReportRunner,
+        fake_model_factory,
+        is_fake_model,
+        resolve_overview,
+    )
 
     try:
         overview = resolve_overview(args.target_system_overview, memory_systems=stats["memory_systems"])
@@ -193,6 +200,21 @@ def _generate(args: argparse.Namespace, model_factory: Callable[[int], Any] | No
         runner.check_credentials()
     except CredentialError as exc:
         return _error(str(exc))
+    return overview, runner
+
+
+def _llm_report(args: argparse.Namespace, analysis: Any, model_factory: Callable[[int], Any] | None) -> int:
+    from toolkits._base import CredentialError
+    from toolkits.report import render_cases, summary_for_prompt
+    from toolkits.report.pipeline import write_report
+    from toolkits.report.runner import VERSIONS_FOLDER
+    from toolkits.report.versions import VersionStore
+
+    stats = analysis.statistics
+    prepared = _prepare_runner(args, stats, model_factory)
+    if isinstance(prepared, int):
+        return prepared
+    overview, runner = prepared
 
     rendered, unrenderable = render_cases(analysis.inputs.records, analysis.graphs, max_op_xml_tokens=args.max_op_xml_tokens)
     for case in unrenderable:
