@@ -79,3 +79,23 @@ def test_a_holding_memory_ranked_out_of_the_top_k_is_a_retrieval_error_at_score_
         "Ana: Tomas said teaching chemistry is tiring but where he teaches chemistry matters."]
     assert {d["reason"] for d in fusion.metadata["dropped"]} == {"below_top_k"}
     assert (result["error_type"], result["op_id"]) == ("RetrievalError", fusion.op_id)
+
+
+def test_a_truncated_reply_is_an_extraction_error_at_the_parse(traced_question):
+    from membase.clients.fake import FunctionChatModel
+    from membase.layers.mem0v3_fake import Mem0v3FakeBrain
+
+    def truncating(messages, **kwargs):
+        reply = Mem0v3FakeBrain()(messages)
+        return reply[: reply.index("Miso") + 20] if "Miso" in reply else reply
+
+    question = "What is the name of Ana's cat?"
+    messages = [message(1, "My brother Tomas moved to Lisbon to teach chemistry."),
+                message(2, "I adopted a grey cat named Miso last spring from the shelter.")]
+    run = traced_question(messages, question, ["mem0v3-message-2"], "I do not know.",
+                          chat_model=FunctionChatModel(truncating, model="truncating"))
+    result = attribute_case_evidence_flow(run.graph, _case(run, question, "Miso", "mem0v3-message-2"))
+
+    parse = run.ops("memory_system.parse_extraction")[1]
+    assert any((e.metadata or {}).get("error") for e in run.edges(parse))
+    assert (result["error_type"], result["op_id"]) == ("ExtractionError", parse.op_id)
