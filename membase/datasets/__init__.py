@@ -1,8 +1,9 @@
 """Dataset loaders. `load_dataset(name, path) -> MemoryDataset`, `name` one of `DATASET_TYPES` or `auto`.
 
-`auto` reads the file once and tells the format by its shape: a list of objects with
-`conversation` and `qa` is LoCoMo, a list of objects with `question_id` and `haystack_sessions` is
-LongMemEval, an object with `dialogues` (or a folder of such files) is RealMem.
+`auto` reads the file once and tells the format by its shape: an object with `dialogues` (or a
+folder of `.json` files) is RealMem, a list whose first record has `question_id` or
+`haystack_sessions` is LongMemEval, anything else is read as LoCoMo (the historical default), so a
+broken LoCoMo file still gets the LoCoMo loader's message about what is wrong in it.
 """
 
 from __future__ import annotations
@@ -48,29 +49,27 @@ def detect_dataset_type(raw: Any) -> str | None:
     if not isinstance(raw, list) or not raw or not isinstance(raw[0], dict):
         return None
     first = raw[0]
-    if "conversation" in first and "qa" in first:
-        return "LoCoMo"
-    if "question_id" in first and "haystack_sessions" in first:
+    if "question_id" in first or "haystack_sessions" in first:
         return "LongMemEval"
+    if "conversation" in first or "qa" in first:
+        return "LoCoMo"
     return None
 
 
 def _load_auto(path: str | Path) -> MemoryDataset:
     path = Path(path)
-    hint = "pass --dataset-type LoCoMo, LongMemEval or RealMem"
     if path.is_dir():
-        return load_realmem(path)  # only RealMem comes as a folder (one file per persona)
+        # only RealMem comes as a folder (one file per persona); LoCoMo's loader explains any other folder
+        return load_realmem(path) if any(path.glob("*.json")) else load_locomo(path)
+    if not path.is_file():
+        return load_locomo(path)  # "not found; pass the path to locomo10.json", as before auto existed
     raw = read_json_file(path, "dataset file", "pass the path to a LoCoMo, LongMemEval or RealMem file")
     kind = detect_dataset_type(raw)
     if kind == "LongMemEval":
         return build_longmemeval(raw, path)
     if kind == "RealMem":
         return build_realmem([(raw, path)])
-    if kind == "LoCoMo":
-        return load_locomo(path)  # its loader reads the file itself (it keeps its own messages)
-    raise DatasetError(f"dataset file {str(path)!r}: cannot tell LoCoMo, LongMemEval or RealMem from its shape "
-                       f"(expected a list of {{conversation, qa}} or {{question_id, haystack_sessions}} records, "
-                       f"or an object with dialogues); {hint}")
+    return load_locomo(path)  # its loader reads the file again and names what does not fit LoCoMo
 
 
 def load_dataset(dataset_type: str, path: str | Path) -> MemoryDataset:

@@ -99,9 +99,15 @@ def test_auto_detection_by_shape(lme_path, tmp_path):
     assert detect_dataset_type([{"sample_id": "x", "conversation": {}, "qa": []}]) == "LoCoMo"
     assert detect_dataset_type({"_metadata": {}, "dialogues": []}) == "RealMem"
     assert detect_dataset_type([{"id": 1}]) is None and detect_dataset_type([]) is None
+    # a LongMemEval record that lost its id is still told apart, and named by its loader
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps([{k: v for k, v in longmemeval_records()[0].items() if k != "question_id"}]))
+    with pytest.raises(DatasetError, match="record 0: field 'question_id': missing"):
+        load_dataset("auto", broken)
+    # anything else is read as LoCoMo (the default before auto), whose loader says what does not fit
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps([{"id": 1}]))
-    with pytest.raises(DatasetError, match="cannot tell LoCoMo, LongMemEval or RealMem"):
+    with pytest.raises(DatasetError, match="LoCoMo sample 1"):
         load_dataset("auto", odd)
 
 
@@ -177,3 +183,18 @@ def test_run_and_evidence_flow_attribution_end_to_end(lme_path, tmp_path, capsys
     greenhouse = next(r for r in data["results"] if r["query_id"] == "query:q_greenhouse@1")
     assert greenhouse["source_evidence_ids"] == ["longmemeval-message-0-0-0@1", "longmemeval-message-0-0-2@1"]
     assert greenhouse["attribution_failure"] is None and greenhouse["error_attribution_result"]["op_id"]
+
+
+def test_faultbench_builds_cases_from_a_longmemeval_file(lme_path, tmp_path, capsys):
+    from toolkits.faultbench.__main__ import main as faultbench_main
+
+    out = tmp_path / "bench"
+    assert faultbench_main(["build", str(out), "--dataset", str(lme_path), "--splits", "long_context",
+                            "--kinds", "extraction"]) == 0
+    (case,) = sorted((out / "long_context").glob("*.json"))
+    assert case.name == "long_context-longmemeval-2-1.json"  # the question with exactly one evidence message
+    graph = json.loads(case.read_text())
+    assert graph["metadata"]["memtracebench_dataset_source"] == "LongMemEval"
+    assert [a["query_id"] for a in graph["data"]["annotations"]] == ["query:q_violin@1"]
+    manifest = json.loads((out / "faultbench_manifest.json").read_text())
+    assert manifest["config"]["dataset_type"] == "LongMemEval"

@@ -19,9 +19,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Build a fault-injection benchmark in the MemTraceBench layout, or score evidence_flow on "
                     "one (no API key, no GPU).")
     sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="run the layers over LoCoMo with one injected fault per case")
+    build = sub.add_parser("build", help="run the layers over a dataset (LoCoMo by default) with one injected fault "
+                                         "per case")
     build.add_argument("out_dir", help="output folder (<out>/<split>/*.json)")
-    build.add_argument("--locomo", default=DEFAULT_LOCOMO, help="path to locomo10.json")
+    build.add_argument("--locomo", "--dataset", dest="locomo", default=DEFAULT_LOCOMO,
+                       help="dataset file: locomo10.json (default), a LongMemEval file or a RealMem persona file")
+    build.add_argument("--dataset-type", default="auto", metavar="{auto,LoCoMo,LongMemEval,RealMem}",
+                       help="format of the dataset file; auto (the default) tells it by its shape")
     build.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     build.add_argument("--kinds", nargs="+", default=list(ERROR_KINDS), choices=list(ERROR_KINDS),
                        help="error kinds to build (each with every corruption its layer supports)")
@@ -39,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
                             "exceed it (repeatable)")
     build.add_argument("--top-k", type=int, default=10)
     build.add_argument("--conversations", type=int, nargs="+", default=None,
-                       help="1-based LoCoMo sample numbers to draw from (default: all)")
+                       help="1-based trajectory numbers to draw from (LoCoMo samples; default: all)")
     score = sub.add_parser("score", help="attribute every case with evidence_flow; ETA/OIA per split and fault kind")
     score.add_argument("data_dir")
     score.add_argument("--splits", nargs="+", default=None, choices=list(SPLITS))
@@ -91,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr)
                 return 2
             budgets[split] = int(megabytes * 1_000_000)
-        config = BuildConfig(locomo_path=args.locomo, out_dir=args.out_dir, splits=args.splits, kinds=args.kinds,
+        config = BuildConfig(locomo_path=args.locomo, dataset_type=args.dataset_type, out_dir=args.out_dir,
+                             splits=args.splits, kinds=args.kinds,
                              cases_per_kind=args.cases_per_kind, seed=args.seed, max_messages=args.max_messages,
                              max_messages_by_split=by_split, max_group=args.max_group,
                              windows_per_conversation=args.windows, max_bytes_by_split=budgets, top_k=args.top_k,

@@ -50,7 +50,10 @@ class BuildConfig:
     """What to build."""
 
     locomo_path: str
+    """The dataset file (LoCoMo by default; any type ``membase.datasets.load_dataset`` reads)."""
     out_dir: str
+    dataset_type: str = "auto"
+    """``auto`` (told by the file's shape), ``LoCoMo``, ``LongMemEval`` or ``RealMem``."""
     splits: Sequence[str] = tuple(SPLITS)
     kinds: Sequence[str] = ERROR_KINDS
     """Error kinds to build (``extraction``, ``update``, ...); every corruption of each."""
@@ -147,7 +150,7 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         ValueError: unknown split or error kind, or an output folder a build did not write.
         membase.exceptions.DatasetError: the LoCoMo file is missing or malformed.
     """
-    from membase.datasets.locomo import load_locomo
+    from membase.datasets import load_dataset
 
     for split in config.splits:
         split_specs(split)
@@ -164,10 +167,11 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
     if out.exists() and not out.is_dir():
         raise ValueError(f"output folder {str(out)!r} is a file")
     _refuse_foreign_benchmark(out)
-    dataset = load_locomo(config.locomo_path)
+    dataset = load_dataset(config.dataset_type, config.locomo_path)
     outside = sorted({n for n in config.conversations or () if not 1 <= n <= len(dataset)})
     if outside:  # 0 would silently be the last conversation (Python's index -1)
-        raise ValueError(f"conversations {outside} are outside 1..{len(dataset)} (1-based LoCoMo sample numbers)")
+        raise ValueError(f"conversations {outside} are outside 1..{len(dataset)} "
+                         f"(1-based {dataset.name} trajectory numbers)")
     report = BuildReport()
     for split in config.splits:
         # Build beside the old split and swap at the end: a failed build keeps the old one.
@@ -179,7 +183,7 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         _swap_in(building, out / split)
     manifest = {"format": "faultbench-v2",
                 "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
-                           if k not in ("out_dir", "locomo_path")},
+                           if k not in ("out_dir", "locomo_path")} | {"dataset_type": dataset.name},
                 "cases": report.cases, "dropped": dict(sorted(report.dropped.items()))}
     atomic_write_json(out / "faultbench_manifest.json", manifest, indent=2)
     return report
@@ -340,10 +344,11 @@ class _SplitBuilder:
     def _write(self, number: int, run: PipelineRun, faults: list[Fault]) -> None:
         export = run.export
         _relativize(export)
-        index = len(list(self.split_dir.glob(f"{self.split}-locomo-{number}-*.json"))) + 1
-        filename = f"{self.split}-locomo-{number}-{index}.json"
+        source = self.dataset.name  # LoCoMo, LongMemEval or RealMem
+        index = len(list(self.split_dir.glob(f"{self.split}-{source.lower()}-{number}-*.json"))) + 1
+        filename = f"{self.split}-{source.lower()}-{number}-{index}.json"
         export["metadata"]["memtracebench_graph_filename"] = filename
-        export["metadata"]["memtracebench_dataset_source"] = "LoCoMo"
+        export["metadata"]["memtracebench_dataset_source"] = source
         nodes = _case_nodes(export)
         latest = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}
         annotations = []
