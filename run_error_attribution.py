@@ -139,6 +139,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="graph_search: start from the no-LLM evidence_flow trail and pass its suspicion as a hint to verify",
     )
     p.add_argument(
+        "--evidence-flow-judge",
+        choices=("rules", "embedding", "llm"),
+        default="rules",
+        help="evidence_flow: who decides whether a text still states the fact: word rules (default, no model), "
+        "rules with MiniLM's second opinion on paraphrase (the `local` extra), or a chat model on the run's "
+        "credentials answering yes/no/contradicts per visited text (--evidence-flow-judge-model)",
+    )
+    p.add_argument(
+        "--evidence-flow-judge-model", default=None, help="chat model of the llm judge (default: --model-name)"
+    )
+    p.add_argument(
+        "--evidence-flow-triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="evidence_flow: report failures that are no memory error as such (a prediction stating the golden "
+        "answer: LLMAsAJudgeError; a golden answer no message supports: AnnotationError) instead of blaming an op",
+    )
+    p.add_argument(
         "--bootstrap-samples", type=non_negative_int, default=1000, help="resamples for 95%% intervals (0: none)"
     )
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
@@ -271,7 +289,13 @@ def _assemble(
     extra_metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The output JSON from finished records (one pass; called once per run, or on interrupt)."""
-    from toolkits.metrics import AttributionRecord, attribution_metrics, prediction_distribution
+    from toolkits.metrics import (
+        AttributionRecord,
+        attribution_metrics,
+        non_memory_counts,
+        non_memory_kind,
+        prediction_distribution,
+    )
 
     by_graph = Counter(r["graph_path"] for r in records)
     failures = [
@@ -297,6 +321,7 @@ def _assemble(
         metrics: dict[str, Any] = {
             "total_cases": len(records),
             "failed_cases": distribution["failed_cases"],
+            "non_memory_errors": non_memory_counts(non_memory_kind(r) for r in records),
             **common,
             "prediction_distribution": distribution,
             **(extra_metrics or {}),
@@ -398,6 +423,9 @@ def _config(args: argparse.Namespace) -> Any:
         retry_backoff_s=args.retry_backoff,
         case_timeout_s=args.case_timeout,
         evidence_flow_seed=args.evidence_flow_seed,
+        evidence_flow_judge=args.evidence_flow_judge,
+        evidence_flow_judge_model=args.evidence_flow_judge_model,
+        evidence_flow_triage=args.evidence_flow_triage,
         obs_identities=args.obs_identities,
     )
 
@@ -641,6 +669,9 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
         return EXIT_WRITE_FAILED
     journal.remove()
     m = output_json["metrics"]
+    non_memory = ", ".join(f"{k}={n}" for k, n in (m.get("non_memory_errors") or {}).items() if n)
+    if non_memory:  # failures that are not memory errors: never blamed on an op, named here
+        print(f"not memory errors (candidates, see each record's evidence_flow.triage): {non_memory}")
     if args.run_mode:
         top = ", ".join(f"{t}={n}" for t, n in m["prediction_distribution"]["by_error_type"].items() if n)
         print(f"{m['total_cases']} failed questions ({m['failed_cases']} not attributed): {top or 'none'} -> {args.output_path}")

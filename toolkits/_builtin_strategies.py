@@ -64,6 +64,42 @@ class _LazyMiniLM:
 
 
 _SECOND_OPINION = _LazyMiniLM()
+# One llm-judge factory per run config (its verdict cache is shared by the run's cases).
+_LLM_JUDGES: dict[str, Any] = {}
+_LLM_JUDGES_LOCK = threading.Lock()
+
+
+def _llm_judge(ctx: StrategyContext) -> Any:
+    """The ``llm`` presence judge on the run's credentials (``evidence_flow_judge_model``, else ``model``)."""
+    from membase.clients.chat import ChatClient
+    from membase.clients.credentials import CredentialPool
+    from toolkits._base import resolve_api_pool
+    from toolkits.evidence_flow.judges import LLMJudgeFactory
+
+    cfg = ctx.config
+    name = cfg.evidence_flow_judge_model or cfg.model
+    key = repr((name, cfg.api_config_path, cfg.base_urls, cfg.cache_dir))
+    with _LLM_JUDGES_LOCK:
+        factory = _LLM_JUDGES.get(key)
+        if factory is None:
+            pool = resolve_api_pool(cfg)
+            creds = [pool.credential_for(i) for i in range(pool.size)]
+            cache = f"{cfg.cache_dir}/evidence_flow_judge" if cfg.cache_dir else None
+            client = ChatClient(name, credentials=CredentialPool([c.api_key for c in creds], [c.base_url for c in creds]),
+                                cache_dir=cache)
+            factory = _LLM_JUDGES[key] = LLMJudgeFactory(model=client)
+    return factory
+
+
+def _judge(ctx: StrategyContext) -> Any:
+    name = getattr(ctx.config, "evidence_flow_judge", "rules")
+    if name == "llm":
+        return _llm_judge(ctx)
+    if name == "embedding":
+        from toolkits.evidence_flow.judges import EmbeddingJudgeFactory
+
+        return EmbeddingJudgeFactory(embedder=_SECOND_OPINION)
+    return name
 
 
 def _run_evidence_flow(ctx: StrategyContext) -> dict[str, Any]:
@@ -77,7 +113,8 @@ def _run_evidence_flow(ctx: StrategyContext) -> dict[str, Any]:
         evidence_is_pseudo=bool(ctx.evidence_is_pseudo),
         # no starting nodes given (--no-provide-starting-nodes): never read the annotations
         allow_annotated_fallback=ctx.evidence_ids is not None,
-        embedder=_SECOND_OPINION,
+        judge=_judge(ctx),
+        triage=getattr(ctx.config, "evidence_flow_triage", True),
     )
 
 
@@ -146,7 +183,7 @@ class _Outcome:
 
 #: What of an evidence_flow result goes into the output record as its ``evidence_flow`` object
 #: (the report's loss funnel reads the trail there).
-_FLOW_DETAIL_KEYS = ("status", "confidence", "trail", "evidence", "best_guess")
+_FLOW_DETAIL_KEYS = ("status", "confidence", "trail", "evidence", "best_guess", "judge", "triage")
 
 
 def evidence_flow(ctx: StrategyContext) -> Any:
@@ -161,9 +198,14 @@ def evidence_flow(ctx: StrategyContext) -> Any:
     details = {"evidence_flow": {k: result[k] for k in _FLOW_DETAIL_KEYS if k in result}}
     error_type = result.get("error_type")
     if error_type in ERROR_TYPES and result.get("status") in ("attributed", "op_not_found"):
-        return _Outcome(
+        outcome = _Outcome(
             {"error_type": error_type, "op_id": result.get("op_id") or "", "reason": str(result.get("reason", ""))},
             None,
             details,
         )
-    return _Outcome(None, f"evidence_flow {result.get('status', 'failed')}: {result.get('reason', '')}", details)
+    else:
+        outcome = _Outcome(None, f"evidence_flow {result.get('status', 'failed')}: {result.get('reason', '')}", details)
+    judge = result.get("judge") or {}
+    outcome.usage = {"input_tokens": judge.get("input_tokens", 0), "output_tokens": judge.get("output_tokens", 0),
+                     "num_calls": judge.get("calls", 0)}
+    return outcome

@@ -28,10 +28,13 @@ __all__ = [
     "ERROR_TYPES",
     "FAILED_LABEL",
     "MISSING_LABEL",
+    "NON_MEMORY_KINDS",
     "AttributionRecord",
     "attribution_metrics",
     "bootstrap_interval",
     "confusion_matrix",
+    "non_memory_counts",
+    "non_memory_kind",
     "prediction_distribution",
     "recall_at_k",
     "recall_by_group",
@@ -62,6 +65,9 @@ class AttributionRecord:
     """Predicted op id, None for a failed case."""
     group: str = ""
     """Split or dataset source, for the per-group breakdown."""
+    non_memory_error: str | None = None
+    """``LLMAsAJudgeError``/``AnnotationError`` when the attributor found the failure is no memory error
+    (the case then has no prediction and counts as failed, and is counted under that kind)."""
 
     @property
     def failed(self) -> bool:
@@ -104,7 +110,29 @@ class AttributionRecord:
             predicted_error_type=pred.get("error_type"),
             predicted_op_id=pred.get("op_id"),
             group=group,
+            non_memory_error=non_memory_kind(result),
         )
+
+
+#: Kinds of failures that are not memory errors (reported by ``evidence_flow``'s triage).
+NON_MEMORY_KINDS = ("LLMAsAJudgeError", "AnnotationError")
+
+
+def non_memory_kind(result: Mapping[str, Any]) -> str | None:
+    """The non-memory error kind an output record carries (``evidence_flow.triage.kind``), or None."""
+    flow = result.get("evidence_flow")
+    triage = flow.get("triage") if isinstance(flow, Mapping) else None
+    kind = triage.get("kind") if isinstance(triage, Mapping) else None
+    return kind if kind in NON_MEMORY_KINDS else None
+
+
+def non_memory_counts(kinds: Iterable[str | None]) -> dict[str, int]:
+    """Cases per non-memory error kind (every kind listed, zeros included)."""
+    counts = dict.fromkeys(NON_MEMORY_KINDS, 0)
+    for kind in kinds:
+        if kind in counts:
+            counts[kind] += 1
+    return counts
 
 
 def bootstrap_interval(
@@ -166,6 +194,7 @@ def _summary(records: Sequence[AttributionRecord], *, samples: int, seed: int) -
     return {
         "total_cases": n,
         "failed_cases": sum(1 for r in records if r.failed),
+        "non_memory_errors": non_memory_counts(r.non_memory_error for r in records),
         "error_type_prediction_accuracy": mean(eta),
         "operation_identifier_prediction_accuracy": mean(oia),
         "joint_accuracy": mean(joint),

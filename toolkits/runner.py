@@ -131,6 +131,15 @@ class MemTraceConfig(AgentBaseConfig):
     evidence_flow_seed: bool = False
     """Seed the graph-search agent with the no-LLM ``evidence_flow`` result: its trail's last nodes
     join the starting frontier and its suspicion is added to the instructions as a claim to verify."""
+    evidence_flow_judge: Literal["rules", "embedding", "llm"] = "rules"
+    """``evidence_flow``'s presence judge: word rules (no model), rules with MiniLM's second opinion,
+    or the chat model ``evidence_flow_judge_model`` answering yes/no/contradicts per visited text."""
+    evidence_flow_judge_model: str | None = None
+    """Chat model of the ``llm`` judge (None: ``model``), on the run's credentials."""
+    evidence_flow_triage: bool = True
+    """``evidence_flow`` first checks whether a failure is a memory error at all: a prediction that
+    states the golden answer (``LLMAsAJudgeError``), a golden answer no message supports
+    (``AnnotationError``); such cases get their own status and are never blamed on an op."""
     obs_identities: bool = False
     """Flat-log (OBS) strategy only — ours, not the paper's: show every variable's full node id in
     the log and each starting evidence's id and the operations touching it in the hint. Off (the
@@ -149,7 +158,8 @@ class MemTraceConfig(AgentBaseConfig):
             "llama_cpp_compat",
             "embedding_provider", "embedding_model_name", "embedding_dimensions", "embedding_base_url",
             "retrieval_type", "retrieval_algorithm", "starting_point_query_type", "num_starting_points",
-            "candidate_multiplier", "evidence_flow_seed", "obs_identities",
+            "candidate_multiplier", "evidence_flow_seed", "obs_identities", "evidence_flow_judge",
+            "evidence_flow_judge_model", "evidence_flow_triage",
         )  # fmt: skip
         return {k: getattr(self, k) for k in keys}
 

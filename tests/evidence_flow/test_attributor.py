@@ -270,11 +270,14 @@ def test_a_near_duplicate_retrieved_unit_is_not_the_holding_unit(toy, case_facto
 def test_evidence_that_never_existed_is_reported_not_typed(toy, case_factory):
     _mem0_turn(toy, "U1:D1:1", "I like tea.", ["Caroline likes tea"])
     ids = toy.ask("q1", "Where did Caroline move from?", [])
-    result = _attr(toy, case_factory(ids["query"], "Sweden", ["U1:D9:9@1"]))
+    # without triage: no evidence, nothing typed; with it (the default), "Sweden" is said nowhere,
+    # so the golden answer itself is suspect (see test_triage.py)
+    result = _attr(toy, case_factory(ids["query"], "Sweden", ["U1:D9:9@1"]), triage=False)
     assert result["status"] == "evidence_absent" and result["status"] in STATUSES
     assert result["error_type"] is None and result["op_id"] is None
     assert "cannot be shown to have existed" in result["reason"]
     assert evidence_flow_seed(result)["frontier"] == []
+    assert _attr(toy, case_factory(ids["query"], "Sweden", ["U1:D9:9@1"]))["status"] == "annotation_error"
 
 
 def test_without_evidence_ids_the_message_stating_the_answer_stands_in(toy, case_factory):

@@ -122,10 +122,13 @@ class _Embedder:
 def test_the_embedding_second_opinion_only_rescues_paraphrased_context():
     facts = statements("The adoption agency meeting yesterday made me so happy!", NAMES, "caroline")
     def probe(embedder):
-        return FactProbe.build(mode="answer", facts=facts, answer_tokens=content_tokens("happy"),
-                               question_tokens=frozenset(), names=NAMES, evidence_tokens=facts[0].tokens,
-                               document_frequency={}, documents=10, answer_spread=4, answer_threshold=0.75,
-                               evidence_threshold=0.5, embedder=embedder)
+        from toolkits.evidence_flow.judges import EmbeddingJudge
+
+        rules = FactProbe.build(mode="answer", facts=facts, answer_tokens=content_tokens("happy"),
+                                question_tokens=frozenset(), names=NAMES, evidence_tokens=facts[0].tokens,
+                                document_frequency={}, documents=10, answer_spread=4, answer_threshold=0.75,
+                                evidence_threshold=0.5)
+        return EmbeddingJudge(rules=rules, embedder=embedder)
     paraphrase = "Caroline felt happy after the adoption meeting"  # 2 of its 5 words: short of half
     assert not probe(None).assess(paraphrase).present
     assert probe(_Embedder(similar=True)).assess(paraphrase).present

@@ -30,8 +30,9 @@ def test_attributor_without_annotated_fallback_ignores_annotations(bench_graph):
     # could make it "attributed"
     case = Case(QUERY, query="'Which xylophone brand did Quentin endorse?'", golden_answer="Zanzibar-qq",
                 source_evidence_full_node_ids=["U1:D2:2@1"])
-    assert attribute_case_evidence_flow(bench_graph, case, None)["status"] == "attributed"
-    result = attribute_case_evidence_flow(bench_graph, case, None, allow_annotated_fallback=False)
+    # (triage off: a golden answer said nowhere would be reported as an AnnotationError candidate)
+    assert attribute_case_evidence_flow(bench_graph, case, None, triage=False)["status"] == "attributed"
+    result = attribute_case_evidence_flow(bench_graph, case, None, allow_annotated_fallback=False, triage=False)
     assert result["status"] == "evidence_absent"
     assert all(step["node_id"] != "U1:D2:2@1" for step in result["trail"])
 
@@ -39,7 +40,7 @@ def test_attributor_without_annotated_fallback_ignores_annotations(bench_graph):
 def test_evidence_flow_strategy_without_starting_nodes_does_not_use_annotations(bench_graph):
     case = Case(QUERY, query="'Which xylophone brand did Quentin endorse?'", golden_answer="Zanzibar-qq",
                 source_evidence_full_node_ids=["U1:D2:2@1"])
-    runner = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow"))
+    runner = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow", evidence_flow_triage=False))
     none = _run(runner, [case], bench_graph, use_pseudo_source_evidence=False).results[0]
     assert not none.ok and "evidence_absent" in none.failure
     given = _run(runner, [case], bench_graph, use_source_evidence_nodes=True).results[0]

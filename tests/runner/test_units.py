@@ -469,6 +469,7 @@ def test_reference_flags_keep_their_names_and_defaults():
         "embedding_provider": "auto", "embedding_model_name": None, "embedding_dimensions": None,
         "embedding_cache_dir": None, "obs_identities": False, "resume": True, "max_retries": 3, "retry_backoff": 2.0,
         "case_timeout": None, "evidence_flow_seed": False, "bootstrap_samples": 1000, "progress": True,
+        "evidence_flow_judge": "rules", "evidence_flow_judge_model": None, "evidence_flow_triage": True,
     }
     assert vars(args) == {**reference, **ours}
     flipped = run_error_attribution.build_parser().parse_args(
@@ -516,6 +517,7 @@ IDENTITY_CHANGES = {
     "embedding_model_name": "emb", "embedding_dimensions": 32, "embedding_base_url": "http://e:1/v1",
     "retrieval_type": "sparse", "retrieval_algorithm": "reference", "starting_point_query_type": "query_only",
     "num_starting_points": 3, "candidate_multiplier": 4, "evidence_flow_seed": True, "obs_identities": True,
+    "evidence_flow_judge": "embedding", "evidence_flow_judge_model": "judge-model", "evidence_flow_triage": False,
 }
 KW = {"use_source_evidence_nodes": True, "use_pseudo_source_evidence": False, "memory_system": None,
       "custom_prior_knowledge": None}

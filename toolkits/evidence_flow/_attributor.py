@@ -40,7 +40,6 @@ from ._flow import StoreState, follow_construction, node_text
 from ._graph_view import GraphView, NodeRec
 from ._hops import second_hop
 from ._parts import answer_parts, one_message_states_all
-from ._probe import FactProbe
 from ._query_time import context_units, find_answering, judge_query_time
 from ._rendered import RenderedLoss, rendered_loss
 from ._text import (
@@ -52,14 +51,18 @@ from ._text import (
     message_text,
 )
 from ._trail import Trail
+from ._triage import NON_MEMORY_STATUSES, Triage, annotation_error, judge_error
+from .judges import DEFAULT_JUDGE, CaseFacts, JudgeFactory, PresenceJudge, make_judge_factory
 
 __all__ = ["DEFAULT_MIN_CONFIDENCE", "STATUSES", "attribute_case_evidence_flow", "clear_graph_cache"]
 
 #: ``status`` values: ``attributed`` (error_type and op_id set); ``abstained`` (confidence below
 #: ``min_confidence``: no type given, ``best_guess`` holds it); ``evidence_absent`` (no message
 #: holds the information: no type forced); ``query_not_found`` (the case's query node is not in
-#: the graph); ``op_not_found`` (a stage was blamed but the graph lacks the op that performs it).
-STATUSES = ("attributed", "abstained", "evidence_absent", "query_not_found", "op_not_found")
+#: the graph); ``op_not_found`` (a stage was blamed but the graph lacks the op that performs it);
+#: ``llm_judge_error`` and ``annotation_error`` (not a memory error: see :mod:`._triage`; no type or op,
+#: ``triage`` names the kind and ``best_guess`` what the flow alone would have said).
+STATUSES = ("attributed", "abstained", "evidence_absent", "query_not_found", "op_not_found", *NON_MEMORY_STATUSES)
 #: Confidence below which the attributor abstains instead of guessing.
 DEFAULT_MIN_CONFIDENCE = 0.25
 
@@ -157,6 +160,8 @@ def attribute_case_evidence_flow(
     evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
     embedder: Embedder | None = None,
     embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
+    judge: JudgeFactory | str | None = None,
+    triage: bool = True,
     evidence_is_pseudo: bool = False,
     allow_annotated_fallback: bool = True,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
@@ -173,8 +178,14 @@ def attribute_case_evidence_flow(
             ``metadata.evidence`` (only while ``allow_annotated_fallback``).
         answer_threshold: golden-answer token recall that counts as stating the answer.
         evidence_threshold: distinctive-content share needed when no message states the answer.
-        embedder: optional embedder, a second opinion on borderline texts.
-        embedding_threshold: cosine similarity the second opinion needs.
+        embedder: an embedder for the ``embedding`` judge; given alone (``judge`` None) it picks
+            that judge, as earlier versions used it as a second opinion.
+        embedding_threshold: cosine similarity the embedding judge needs.
+        judge: the presence judge (:mod:`.judges`): a factory, or the name of one (``rules``,
+            ``embedding`` with ``embedder``); None = ``rules``, or ``embedding`` when an
+            embedder is given.
+        triage: first check whether the failure is a memory error at all (:mod:`._triage`): a
+            prediction that states the golden answer, a golden answer no message supports.
         evidence_is_pseudo: ``evidence_ids`` were retrieved, not annotated: they are checked
             against the golden answer and never replaced by annotated evidence; the result says
             when retrieval found nothing.
@@ -183,8 +194,9 @@ def attribute_case_evidence_flow(
         min_confidence: below this confidence the attributor abstains (``status`` ``abstained``).
 
     Returns:
-        ``{"error_type", "op_id", "reason", "trail", "status", "confidence", "evidence"}`` and,
-        when abstaining, ``"best_guess"``. ``status`` is one of :data:`STATUSES`;
+        ``{"error_type", "op_id", "reason", "trail", "status", "confidence", "evidence", "judge"}``
+        (``judge``: the presence judge's name and, for a model judge, its calls and tokens) and,
+        when abstaining, ``"best_guess"``; a non-memory failure adds ``"triage"``. ``status`` is one of :data:`STATUSES`;
         ``error_type``/``op_id`` are None unless it is ``attributed`` (``op_not_found`` keeps
         the type); ``trail`` lists the checked steps (stage, op id and name, node id, presence,
         score ≥ 1.0 = present, note); ``evidence`` names the seeds, how they were found and notes.
@@ -193,8 +205,10 @@ def attribute_case_evidence_flow(
     query_id = _case_field(case, "query_full_node_id") or ""
     query = view.resolve(query_id) if query_id else None
     if query is None:
-        return _result(None, None, "query_not_found",
-                       f"query node {query_id!r} is not in the graph; nothing to follow", Trail(view))
+        missing = _result(None, None, "query_not_found",
+                          f"query node {query_id!r} is not in the graph; nothing to follow", Trail(view))
+        missing["judge"] = {"name": _judge_factory(judge, embedder, embedding_threshold).name}
+        return missing
 
     golden = _golden_text(case)
     question = str(_case_field(case, "query") or message_text(query.value))
@@ -202,8 +216,8 @@ def attribute_case_evidence_flow(
         evidence_ids = _annotated_ids(case, query)
     settings = _Settings(evidence_ids=None if evidence_ids is None else list(evidence_ids),
                          pseudo=evidence_is_pseudo or evidence_ids is None, answer_threshold=answer_threshold,
-                         evidence_threshold=evidence_threshold, embedder=embedder,
-                         embedding_threshold=embedding_threshold)
+                         evidence_threshold=evidence_threshold,
+                         judges=_judge_factory(judge, embedder, embedding_threshold))
     flow = _follow(view, case, query, question, golden, settings)
     parts = answer_parts(golden)
     if len(parts) > 1 and not one_message_states_all(view, flow.choice.seeds, parts, answer_threshold):
@@ -216,7 +230,53 @@ def attribute_case_evidence_flow(
             second = _follow(view, case, query, question, golden,
                              dataclasses.replace(settings, evidence_ids=[hop.full_node_id]), hop=hop.full_node_id)
             flow = _decisive_hop(view, flow, second)
-    return _finish(flow, min_confidence)
+    result = _finish(flow, min_confidence)
+    found = _triage(view, case, question, golden, answer_threshold) if triage else None
+    if found is not None:
+        result = _non_memory(result, found)
+    result["judge"] = _judge_record(settings)
+    return result
+
+
+def _triage(view: GraphView, case: Any, question: str, golden: str, answer_threshold: float) -> Triage | None:
+    prediction = str(_case_field(case, "prediction") or "")
+    names = view.speakers | view.proper_names
+    return (judge_error(golden, prediction, names=names, question=question)
+            or annotation_error(view, golden, answer_threshold=answer_threshold, question=question))
+
+
+def _non_memory(result: dict[str, Any], found: Triage) -> dict[str, Any]:
+    """The result of a failure that is not a memory error: its own status, no type or op."""
+    guess = result.get("best_guess")
+    if result["status"] == "attributed":
+        guess = {"error_type": result["error_type"], "op_id": result["op_id"]}
+    out = {**result, "error_type": None, "op_id": None, "status": found.status, "reason": found.reason,
+           "triage": found.as_dict()}
+    if guess is not None:
+        out["best_guess"] = guess
+    return out
+
+
+def _judge_factory(judge: JudgeFactory | str | None, embedder: Embedder | None,
+                   embedding_threshold: float) -> JudgeFactory:
+    if judge is None:
+        judge = "embedding" if embedder is not None else DEFAULT_JUDGE
+    if not isinstance(judge, str):
+        return judge
+    factory = make_judge_factory(judge, embedder=embedder)
+    if judge == "embedding":
+        factory = dataclasses.replace(factory, threshold=embedding_threshold)
+    return factory
+
+
+def _judge_record(settings: _Settings) -> dict[str, Any]:
+    """The judge's name and, for a model judge, what it cost this case."""
+    record: dict[str, Any] = {"name": settings.judges.name}
+    usages = [made.usage.as_dict() for made in settings.made if hasattr(made, "usage")]
+    for usage in usages:
+        for key, value in usage.items():
+            record[key] = record.get(key, 0) + value
+    return record
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,8 +285,9 @@ class _Settings:
     pseudo: bool
     answer_threshold: float
     evidence_threshold: float
-    embedder: Embedder | None
-    embedding_threshold: float
+    judges: JudgeFactory
+    made: list[PresenceJudge] = dataclasses.field(default_factory=list)
+    """The judges made for this case (their usage goes into the result)."""
 
 
 @dataclass(kw_only=True)
@@ -258,16 +319,16 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
     flow = _Flow(choice=choice, trail=trail, golden=golden, part=part if hop is None else hop)
     if not choice.seeds:
         return flow
-    probe = FactProbe.build(
+    probe = settings.judges.judge(CaseFacts(
         mode=choice.mode, facts=choice.facts, answer_tokens=answer,
         question_tokens=content_tokens(question), names=view.speakers,
         evidence_tokens=frozenset().union(*(content_tokens(message_text(n.value)) for n in choice.seeds)),
         document_frequency=view.document_frequency, documents=len(view.messages), answer_spread=choice.answer_spread,
         answer_threshold=settings.answer_threshold, evidence_threshold=settings.evidence_threshold,
-        embedder=settings.embedder, embedding_threshold=settings.embedding_threshold, question=question,
-        golden=golden, rivals=choice.rivals, proper_names=view.proper_names,
+        question=question, golden=golden, rivals=choice.rivals, proper_names=view.proper_names,
         said_on=[day for day in (message_date(n.value) for n in choice.seeds) if day is not None],
-    )
+    ))
+    settings.made.append(probe)
     for note in choice.notes:
         trail.add("evidence", note=note)
     for seed in choice.seeds:
@@ -277,7 +338,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
     return flow
 
 
-def _shown_loss(view: GraphView, probe: FactProbe, qa_op: str | None, context: NodeRec,
+def _shown_loss(view: GraphView, probe: PresenceJudge, qa_op: str | None, context: NodeRec,
                 state: StoreState) -> RenderedLoss | None:
     """A holding unit of the context whose shown fields lack the information (see :mod:`._rendered`)."""
     in_context = {unit.full_name for unit in context_units(view, qa_op, context)}
@@ -369,7 +430,7 @@ def _margin(score: float | None) -> float:
     return max(0.0, min(1.0, 1.0 - score))
 
 
-def _decide(view: GraphView, probe: FactProbe, state: StoreState, query: NodeRec, case: Any,
+def _decide(view: GraphView, probe: PresenceJudge, state: StoreState, query: NodeRec, case: Any,
             trail: Trail) -> tuple[str, str | None, str, float]:
     """``(error type, op id, reason, clarity)`` from the store state and the query-time step."""
     what = probe.describe()

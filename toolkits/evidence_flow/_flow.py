@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._assessment import Assessment
 from ._graph_view import EdgeRec, GraphView, NodeRec, is_memory_unit, is_message
-from ._probe import Assessment, FactProbe
 from ._text import memory_text, message_text
 from ._trail import Trail
+from .judges import PresenceJudge
 
 __all__ = ["Drop", "Loss", "StoreState", "follow_construction", "node_text"]
 
@@ -92,7 +93,7 @@ class StoreState:
     """Best score of a unit version that descends from the evidence but does not hold it."""
 
 
-def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec], query: NodeRec,
+def follow_construction(view: GraphView, probe: PresenceJudge, seeds: list[NodeRec], query: NodeRec,
                         trail: Trail) -> StoreState:
     """Run construction and the lifecycle up to the question (see the module docstring)."""
     state = StoreState()
@@ -134,7 +135,7 @@ def follow_construction(view: GraphView, probe: FactProbe, seeds: list[NodeRec],
     return state
 
 
-def _lifecycle(view: GraphView, probe: FactProbe, query: NodeRec, state: StoreState, trail: Trail,
+def _lifecycle(view: GraphView, probe: PresenceJudge, query: NodeRec, state: StoreState, trail: Trail,
                seeds: set[str]) -> None:
     # the construction edges recorded up to the question (the graph-wide lists are built once)
     asked = query.created_at
@@ -157,6 +158,10 @@ def _lifecycle(view: GraphView, probe: FactProbe, query: NodeRec, state: StoreSt
     for edge in deletions:
         events.append(((edge.created_at, 0, edge.order), "delete", view.nodes[edge.source], edge.op_id))
     events.sort(key=lambda ev: ev[0])
+    prefetch = getattr(probe, "prefetch", None)
+    if prefetch is not None:  # a model judge asks about the lifecycle's unit versions in batches
+        prefetch([node_text(node) for _, kind, node, _ in events
+                  if kind == "version" and (node.full_node_id in state.carriers or not lineage_known)])
 
     live: dict[str, NodeRec] = {}
     verdicts: dict[str, Assessment] = {}

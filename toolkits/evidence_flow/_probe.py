@@ -21,10 +21,11 @@ The probe holds the *facts* of the case — the evidence statements that state t
   to the question's words (:mod:`._binding`: the same words, the answer moved to another clause).
 
 The score is normalised so that 1.0 is the threshold (capped at 2.0; a conflict scores 0.2).
-An optional embedder is a second opinion on paraphrase only: a segment that holds the answer and
-no conflict but falls a little short of the support it needs (at least 0.75 of it) counts as
-present when its cosine similarity to the fact reaches ``embedding_threshold``. A missing answer
-word is never overruled by similarity.
+A segment that holds the answer and no conflict but falls a little short of the support it
+needs (at least 0.75 of it) is *borderline*: :meth:`FactProbe.judge_text` hands such segments to a
+second-opinion judge (:mod:`.judges.embedding`), which may accept a paraphrase. A missing answer
+word is never overruled that way. This probe is the ``rules`` presence judge
+(:class:`.judges.PresenceJudge`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from ._assessment import Assessment
 from ._binding import rebinds_answer
 from ._dates import resolves_relative_time
 from ._facts import (
@@ -48,7 +50,7 @@ from ._facts import (
     subject_of,
 )
 from ._meaning import opposite_word, swapped_pair
-from ._text import Embedder, cosine, stem, token_recall, token_sequence
+from ._text import stem, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
 
@@ -59,26 +61,12 @@ _LIGHT_VERBS = frozenset({stem("go")})
 _CONFLICT_SCORE = 0.2
 _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0
-_MAX_SECOND_OPINIONS = 8
 _BASE_NEED = 0.25
 # A segment that holds a rival statement's own words this fully, and clearly more than the fact's,
 # is that rival's copy.
 _RIVAL_SUPPORT = 0.75
 _RIVAL_MARGIN = 0.2
 _RIVAL_SCORE = 0.5
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Assessment:
-    """The verdict on one text."""
-
-    present: bool
-    score: float
-    """Best segment's score; 1.0 = threshold."""
-    why: str
-    """What decided it (``answer+support``, ``answer missing``, ``conflict: person`` ...)."""
-    segment: str = ""
-    """The best segment's text (cut to 160 characters)."""
 
 
 @dataclass(kw_only=True)
@@ -102,8 +90,6 @@ class FactProbe:
     """Share of a fact's weighted support a segment must hold (answer mode)."""
     answer_threshold: float
     evidence_threshold: float
-    embedder: Embedder | None = None
-    embedding_threshold: float = 0.8
     asked_kinds: frozenset[str] = frozenset()
     """Anchor kinds the question asks for (``when`` → time words, ``how many`` → numbers)."""
     answer_sequence: tuple[str, ...] = ()
@@ -118,7 +104,9 @@ class FactProbe:
     """The days the evidence messages were sent (what their relative times point from)."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
     _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
-    _fact_vectors: list[list[float]] | None = field(default=None, repr=False)
+    _borderline: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    name: str = "rules"
+    """The judge's name, recorded in every result."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -136,8 +124,6 @@ class FactProbe:
         answer_spread: int,
         answer_threshold: float,
         evidence_threshold: float,
-        embedder: Embedder | None = None,
-        embedding_threshold: float = 0.8,
         question: str = "",
         golden: str = "",
         rivals: Sequence[Statement] = (),
@@ -158,8 +144,6 @@ class FactProbe:
             answer_spread: how many messages state the golden answer (1 = only the evidence).
             answer_threshold: answer-token recall that counts as holding the answer.
             evidence_threshold: support needed in evidence mode.
-            embedder: optional second opinion.
-            embedding_threshold: cosine similarity that the second opinion needs.
             question: the question's text (what it asks for: a time, a number).
             golden: the golden answer's text.
             rivals: statements of other messages that hold the golden answer too.
@@ -179,7 +163,7 @@ class FactProbe:
         return cls(mode=mode, facts=list(facts), answer_tokens=answer_tokens, question_tokens=question_tokens,
                    names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
-                   embedder=embedder, embedding_threshold=embedding_threshold, asked_kinds=asked_kinds(question),
+                   asked_kinds=asked_kinds(question),
                    answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [],
                    proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1,
                    said_on=tuple(said_on))
@@ -374,9 +358,14 @@ class FactProbe:
 
     def assess(self, text: str) -> Assessment:
         """Judge whether ``text`` still carries the information (cached per text)."""
+        return self.judge_text(text)[0]
+
+    def judge_text(self, text: str) -> tuple[Assessment, tuple[str, ...]]:
+        """The verdict on ``text`` and its borderline segments (answer held, support a little short),
+        which a second opinion may look at; both cached per text."""
         cached = self._cache.get(text)
         if cached is not None:
-            return cached
+            return cached, self._borderline.get(text, ())
         best = Assessment(present=False, score=0.0, why="no text")
         borderline: list[str] = []
         for segment in segments(text, self.names, span=self.span):
@@ -389,27 +378,10 @@ class FactProbe:
                                       why=why, segment=segment.text[:160])
             if best.score >= _MAX_SCORE:
                 break
-        if not best.present and borderline and self.embedder is not None:
-            best = self._second_opinion(best, borderline[:_MAX_SECOND_OPINIONS])
         self._cache[text] = best
-        return best
-
-    def _second_opinion(self, best: Assessment, candidates: list[str]) -> Assessment:
-        """Ask the embedder whether a borderline segment says the fact in other words."""
-        assert self.embedder is not None
-        try:
-            if self._fact_vectors is None:
-                self._fact_vectors = self.embedder.embed([f.text for f in self.facts])
-            vectors = self.embedder.embed(candidates)
-        except Exception:  # an unusable embedder gives no opinion  # noqa: BLE001
-            self.embedder = None
-            return best
-        for text, vector in zip(candidates, vectors, strict=False):
-            similarity = max(cosine(vector, fv) for fv in self._fact_vectors)
-            if similarity >= self.embedding_threshold:
-                return Assessment(present=True, score=1.0, why=f"embedding similarity {similarity:.2f}",
-                                  segment=text[:160])
-        return best
+        if borderline and not best.present:
+            self._borderline[text] = tuple(borderline)
+        return best, self._borderline.get(text, ())
 
     def describe(self) -> str:
         """One line naming what is followed."""

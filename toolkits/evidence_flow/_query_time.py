@@ -21,7 +21,7 @@ from typing import Any
 
 from ._flow import node_text
 from ._graph_view import EdgeRec, GraphView, NodeRec, is_memory_unit, is_parameter
-from ._probe import FactProbe
+from .judges import PresenceJudge
 
 __all__ = ["Answering", "QueryTimeVerdict", "context_units", "find_answering", "judge_query_time"]
 
@@ -126,7 +126,7 @@ def _unit_id(node: NodeRec) -> str | None:
 class _Containment:
     """Whether a query-time node contains one of the holding unit versions."""
 
-    def __init__(self, view: GraphView, probe: FactProbe, holders: dict[str, NodeRec]) -> None:
+    def __init__(self, view: GraphView, probe: PresenceJudge, holders: dict[str, NodeRec]) -> None:
         self.view = view
         self.probe = probe
         self.holder_ids = {n.full_node_id for n in holders.values()}
@@ -196,7 +196,7 @@ def context_units(view: GraphView, qa_op: str | None, context: NodeRec) -> list[
             if e.target == context.full_node_id and e.source in view.nodes and is_memory_unit(view.nodes[e.source])]
 
 
-def judge_query_time(view: GraphView, probe: FactProbe, query: NodeRec, answering: Answering,
+def judge_query_time(view: GraphView, probe: PresenceJudge, query: NodeRec, answering: Answering,
                      holders: dict[str, NodeRec], trail: Any) -> QueryTimeVerdict:
     """Follow the holders through the question's retrieval into the context (module docstring)."""
     contain = _Containment(view, probe, holders)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._graph_view import GraphView, NodeRec
-from ._probe import FactProbe
 from ._text import _NON_CONTENT_KEYS, _flatten, decode_value
+from .judges import PresenceJudge
 
 __all__ = ["RenderedLoss", "rendered_loss"]
 
@@ -65,7 +65,7 @@ def _shown(texts: list[str], context: str) -> bool:
     return False
 
 
-def rendered_loss(view: GraphView, probe: FactProbe, context: NodeRec, context_text: str,
+def rendered_loss(view: GraphView, probe: PresenceJudge, context: NodeRec, context_text: str,
                   holders: list[NodeRec]) -> RenderedLoss | None:
     """The loss behind a context that is built from holding units but shows none of what holds it."""
     if probe.assess(context_text).present:
@@ -82,7 +82,7 @@ def rendered_loss(view: GraphView, probe: FactProbe, context: NodeRec, context_t
     return None
 
 
-def _blame(view: GraphView, probe: FactProbe, unit: NodeRec, shown: tuple[str, ...]) -> RenderedLoss | None:
+def _blame(view: GraphView, probe: PresenceJudge, unit: NodeRec, shown: tuple[str, ...]) -> RenderedLoss | None:
     """The version of ``unit`` whose shown fields first lacked the information for good, and its op."""
     versions = [v for v in view.versions.get(unit.full_name, []) if v.version <= unit.version]
     first_written: NodeRec | None = None
