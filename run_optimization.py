@@ -24,6 +24,7 @@ stderr, before any round starts); 130 interrupted (complete rounds are kept; rer
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -108,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "unsampled ones, which the default evaluation set then leaves out)")
     ours.add_argument("--min-improvement", type=float, default=0.0,
                       help="smallest llm_judge gain (0-1 scale) the gate accepts; ties never pass (default: %(default)s)")
+    ours.add_argument("--estimate-cost", action="store_true",
+                      help="do not call any model: dry-run the planned command with counting fakes (offline layer) "
+                      "and write <dir>/cost_estimate.json with the calls and tiktoken-counted tokens per model")
     ours.add_argument("--seeds", default=None,
                       help="comma list of seeds: run the whole optimization once per seed into <dir>/seed_<s>/ and "
                       "write <dir>/seeds_summary.json (mean and sd of before, after and difference)")
@@ -167,20 +171,23 @@ def main(
     parser = build_parser()
     args = parser.parse_args(argv)
 
-    def run_one(one: argparse.Namespace) -> int:
+    def run_one(one: argparse.Namespace, **factories: Any) -> int:
         if one.objective == "context_recall":
             from toolkits.optimization.param_cli import run_context_recall
 
             return run_context_recall(one)
         from toolkits.optimization.cli import run_from_args
 
-        return run_from_args(
-            parser,
-            one,
-            attribution_model_factory=attribution_model_factory,
-            optimizer_model_factory=optimizer_model_factory,
-        )
+        factories.setdefault("optimizer_model_factory", optimizer_model_factory)
+        return run_from_args(parser, one, attribution_model_factory=attribution_model_factory, **factories)
 
+    if args.estimate_cost:
+        if args.objective == "context_recall":
+            print("error: --estimate-cost counts model calls; --objective context_recall makes none", file=sys.stderr)
+            return 2
+        from toolkits.optimization.cost_estimate import estimate_cost
+
+        return estimate_cost(args, run_one)
     if args.seeds:
         from toolkits.optimization.seeds import run_over_seeds
 

@@ -44,14 +44,19 @@ def run_from_args(
     *,
     attribution_model_factory: Callable[[Any], Any] | None = None,
     optimizer_model_factory: Callable[[int], Any] | None = None,
+    chat_model_factory: Callable[[str, str], Any] | None = None,
 ) -> int:
-    """Run the loop described by parsed arguments; returns the exit code."""
+    """Run the loop described by parsed arguments; returns the exit code.
+
+    ``chat_model_factory(spec, role)`` (role ``qa`` or ``judge``) replaces the QA and judge models
+    built from their specs (``--estimate-cost`` passes counting fakes).
+    """
     from membase.exceptions import ConfigError, MemBaseError
     from toolkits.optimization.loop import RoundError
     from toolkits.optimization.pipeline import PipelineError
 
     try:
-        plan = _prepare(args, attribution_model_factory, optimizer_model_factory)
+        plan = _prepare(args, attribution_model_factory, optimizer_model_factory, chat_model_factory)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,7 +77,8 @@ def run_from_args(
 # -- preparation ----------------------------------------------------------------------------------
 
 
-def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer_model_factory: Any) -> _Plan:
+def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer_model_factory: Any,
+             chat_model_factory: Any = None) -> _Plan:
     from toolkits.optimization.loop import IterationStore
 
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
@@ -100,7 +106,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         raise InputError(f"--sample-size {args.sample_size} exceeds the {len(full.trajectories)} conversations "
                          "of the dataset")
     _check_layout(root, args.sample_size)
-    settings = _settings(args, metrics)
+    settings = _settings(args, metrics, chat_model_factory)
     step = _step(args, targets, settings, None, attribution_model_factory, optimizer_model_factory, initial)
     _check_index_flags(args, len(full.trajectories))
     # every check passed (endpoints included): only now may --rerun discard earlier results
@@ -331,15 +337,19 @@ def _held_out(args: argparse.Namespace, full: Any, train: list[int]) -> tuple[li
     return validation, evaluation
 
 
-def _settings(args: argparse.Namespace, metrics: tuple[str, ...]) -> Any:
+def _settings(args: argparse.Namespace, metrics: tuple[str, ...], chat_model_factory: Any = None) -> Any:
     from membase.exceptions import ConfigError
     from toolkits.optimization.pipeline import PipelineSettings, chat_model_from_spec
 
     try:
         options = {"api_config_path": args.api_config_path, "timeout": args.model_timeout,
                    "max_retries": args.model_max_retries, "cache_dir": args.cache_dir}
-        qa = chat_model_from_spec(args.qa_model, **options)
-        judge = chat_model_from_spec(args.judge_model, **options) if "llm_judge" in metrics else None
+        if chat_model_factory is not None:
+            qa = chat_model_factory(args.qa_model, "qa")
+            judge = chat_model_factory(args.judge_model, "judge") if "llm_judge" in metrics else None
+        else:
+            qa = chat_model_from_spec(args.qa_model, **options)
+            judge = chat_model_from_spec(args.judge_model, **options) if "llm_judge" in metrics else None
     except ConfigError as exc:
         raise InputError(f"QA/judge models: {exc}") from None
     return PipelineSettings(
