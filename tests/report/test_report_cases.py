@@ -15,6 +15,7 @@ from toolkits.report.case_details import case_id_of, decision_event_of, viewer_f
 from toolkits.report.graphs import GraphStore
 from toolkits.report.pipeline import analyse
 from toolkits.report.rendering import render_cases
+from toolkits.report.stats import summary_for_prompt
 
 DECISION_OP = "memory_system.update_memory_decision"
 
@@ -132,6 +133,8 @@ def test_replay_results_give_the_recovery_gain_per_op_and_per_prompt_target(outp
     markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
     assert f"Repairing `custom_update_memory_prompt` rescues {rescued} of {len(decision)} failure(s)." in markdown
     assert f"Repairing `{DECISION_OP}` rescues {rescued} of {len(decision)} failure(s)." in markdown
+    prompt = summary_for_prompt(out["statistics"])  # the report model sees the recovery gain too
+    assert f"rescued {rescued} of {len(decision)}: {DECISION_OP} {rescued}/{len(decision)}." in prompt
 
 
 def test_no_replay_means_no_recovery_section(faultbench_report):
@@ -161,6 +164,7 @@ def test_non_memory_verdicts_are_their_own_rows_and_never_blamed_on_an_op(output
     assert funnel["cases"] == len(records) - 2 and funnel["non_memory"] == 2
     assert [c["label"] for c in stats["non_memory"]["cases"]] == ["LLMAsAJudgeError", "AnnotationError"]
     assert stats["non_memory"]["cases"][0]["reason"].startswith("evidence_flow llm_as_a_judge_error_candidate")
+    assert "Not memory errors (not shown to you): LLMAsAJudgeError 1, AnnotationError 1." in summary_for_prompt(stats)
     rendered, _ = render_cases(analysis.inputs.records, GraphStore(), max_op_xml_tokens=1000)
     assert {c.query_id for c in rendered}.isdisjoint({judge["query_id"], annotation["query_id"]})
 

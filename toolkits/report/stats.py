@@ -559,6 +559,18 @@ def summary_for_prompt(statistics: dict[str, Any]) -> str:
     blamed = statistics["blamed_operations"]["by_name"][:5]
     if blamed:
         lines.append("Most-blamed operations: " + ", ".join(f"{r['op_name']} {r['count']}" for r in blamed) + ".")
+    targets = [t for t in statistics.get("prompt_targets", []) if not t["target"].startswith("(")]
+    if targets:
+        lines.append("Prompts the blamed operations depend on: " + ", ".join(f"{t['target']} {t['count']}" for t in targets)
+                     + ".")
+    replay = statistics.get("replay")
+    if replay:
+        lines.append(f"Replaying failures with the blamed operation repaired rescued {replay['rescued']} of "
+                     f"{replay['replayed']}: " + ", ".join(f"{r['op_name']} {r['rescued']}/{r['replayed']}"
+                                                          for r in replay["by_op"]) + ".")
+    non_memory = statistics.get("non_memory", {}).get("counts") or {}
+    if non_memory:
+        lines.append("Not memory errors (not shown to you): " + ", ".join(f"{t} {n}" for t, n in non_memory.items()) + ".")
     funnel = statistics["loss_funnel"]["overall"]
     if funnel["cases"]:
         lines.append(
