@@ -34,7 +34,7 @@ from membase.exceptions import FATAL_ERRORS, ConfigError
 from membase.layers._common import build_chat_client, build_layer_embedder, registered_message, usage_report
 from membase.layers.base import MemBaseConfig, MemBaseLayer
 from membase.layers.mem0 import metadata_suffix, reject_ignored_keys
-from membase.layers.tracing import query_variable, tracing_active
+from membase.layers.tracing import query_variable
 from membase.types import MemoryEntry, Message
 from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher, PatchSpec
@@ -320,8 +320,7 @@ class Mem0v3Layer(MemBaseLayer):
                     },
                 )
             )
-        if tracing_active():
-            self.search_tracer.record_search(query_rv, results, k, self.config.search_threshold)
+        self.search_tracer.record_search(query_rv, results, k, self.config.search_threshold)  # also clears its state
         return entries
 
     def delete(self, memory_id: str) -> bool:

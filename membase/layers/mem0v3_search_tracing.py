@@ -2,16 +2,17 @@
 
 `search_patch_specs` wraps, for the duration of one search, `memory.vector_store.search` (the
 semantic candidate pool, over-fetched by mem0), `memory.vector_store.keyword_search` (BM25, None
-when fastembed is missing) and mem0's module-level `score_and_rank` (the BM25 scores and entity
-boosts it fuses). `record_search` then writes, all with op category `retrieval`:
+when fastembed is missing); only instance attributes are patched, so concurrent layers never see
+each other's wrappers. `record_search` then writes, all with op category `retrieval`:
 
 | op | edges |
 | --- | --- |
 | `memory_system.semantic_search` | query -> `semantic_candidates` (id, text, semantic score of each) |
-| `memory_system.keyword_search` | query -> `keyword_candidates` (only while BM25 is active) |
+| `memory_system.keyword_search` | query -> `keyword_candidates` (raw BM25 hits; only while BM25 is active) |
 | `memory_system.score_fusion` | candidates -> `fused_retrieval_results` -> each returned unit (latest version) |
 
-The fusion op's metadata holds the threshold, top_k, whether BM25 and entity boosts took part,
+The fusion op's metadata holds the threshold, top_k, whether BM25 and entity boosts took part
+(read from the score details' divisor; None when nothing was returned),
 every returned unit's `score_details` (mem0's `explain=True`) and every dropped candidate with
 its reason: `below_threshold` (semantic score under the threshold, which gates before fusion),
 `below_top_k` (ranked out after fusion) or `no_data`. A unit that holds the answer and is dropped
@@ -39,8 +40,7 @@ class _SearchState:
 
     semantic: list[dict[str, Any]] = field(default_factory=list)
     keyword_active: bool = False
-    bm25_scores: dict[str, float] = field(default_factory=dict)
-    entity_boosts: dict[str, float] = field(default_factory=dict)
+    keyword: list[dict[str, Any]] = field(default_factory=list)
     internal_limit: int | None = None
 
 
@@ -61,14 +61,11 @@ class Mem0v3SearchTracer:
 
     def search_patch_specs(self) -> list[PatchSpec]:
         """The specs to install around `memory.search` calls (candidates, BM25, score fusion)."""
-        import mem0.memory.main as mem0_main
-
         m = self.memory
         return attr_patch_specs(
             [
                 ("mem0v3.search.semantic", m.vector_store, "search", self._wrap_semantic_search),
                 ("mem0v3.search.keyword", m.vector_store, "keyword_search", self._wrap_keyword_search),
-                ("mem0v3.search.score_and_rank", mem0_main, "score_and_rank", self._wrap_score_and_rank),
             ]
         )
 
@@ -95,19 +92,12 @@ class Mem0v3SearchTracer:
     def _wrap_keyword_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def keyword_search(*args: Any, **kwargs: Any) -> Any:
             hits = original(*args, **kwargs)
-            self._search_state().keyword_active = hits is not None
+            state = self._search_state()
+            state.keyword_active = hits is not None
+            state.keyword = [{"id": str(h.id), "bm25_raw_score": getattr(h, "score", None)} for h in hits or []]
             return hits
 
         return keyword_search
-
-    def _wrap_score_and_rank(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def score_and_rank(*args: Any, **kwargs: Any) -> Any:
-            state = self._search_state()
-            state.bm25_scores = dict(kwargs.get("bm25_scores") or (args[1] if len(args) > 1 else {}) or {})
-            state.entity_boosts = dict(kwargs.get("entity_boosts") or (args[2] if len(args) > 2 else {}) or {})
-            return original(*args, **kwargs)
-
-        return score_and_rank
 
     def record_search(self, query_rv: Any, results: list[dict[str, Any]], top_k: int, threshold: float) -> None:
         """Record the search ops of one query (call after `memory.search` under `search_patch_specs`)."""
@@ -141,9 +131,8 @@ class Mem0v3SearchTracer:
                 category="retrieval",
                 comment="BM25 over the memories' lemmatized text scores keyword matches.",
             ):
-                keyword = [{"id": k, "bm25_score": v} for k, v in sorted(state.bm25_scores.items())]
-                keyword_rv = list_variable(keyword, "keyword_candidates", "retrieval_results", "The BM25 scores.")
-                comment_link(source=query_rv, target=keyword_rv, comment=f"{len(keyword)} keyword matches.")
+                keyword_rv = list_variable(state.keyword, "keyword_candidates", "retrieval_results", "The BM25 hits.")
+                comment_link(source=query_rv, target=keyword_rv, comment=f"{len(state.keyword)} keyword matches.")
             inputs.append(keyword_rv)
         returned = {str(hit["id"]) for hit in results}
         dropped = [_drop_reason(c, threshold, returned) for c in candidates if c["id"] not in returned]
@@ -155,8 +144,7 @@ class Mem0v3SearchTracer:
             metadata={
                 "threshold": threshold,
                 "top_k": top_k,
-                "bm25_active": state.keyword_active and bool(state.bm25_scores),
-                "entity_boost_active": bool(state.entity_boosts),
+                **_signals(results),
                 "scores": {str(h["id"]): h.get("score_details") for h in results},
                 "dropped": dropped,
             },
@@ -187,3 +175,14 @@ def _drop_reason(candidate: dict[str, Any], threshold: float, returned: set[str]
     else:
         reason = "below_top_k"
     return {"id": candidate["id"], "memory": candidate.get("memory"), "semantic_score": score, "reason": reason}
+
+
+def _signals(results: list[dict[str, Any]]) -> dict[str, bool | None]:
+    """Which scores the fusion added, read from mem0's divisor (semantic 1.0, + BM25 1.0, + entity
+    boost 0.5); None when nothing was returned to read it from."""
+    details = next((h["score_details"] for h in results if h.get("score_details")), None)
+    if details is None:
+        return {"bm25_active": None, "entity_boost_active": None}
+    divisor = float(details.get("max_possible_score") or 1.0)
+    bm25 = divisor >= 2.0
+    return {"bm25_active": bm25, "entity_boost_active": divisor - (2.0 if bm25 else 1.0) > 0.0}

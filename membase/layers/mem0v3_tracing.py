@@ -1,8 +1,9 @@
 """Tracing of mem0ai 2.x (the additive "v3" pipeline) from the outside, with monkey-patch specs.
 
 mem0 2.x's `Memory._add_to_vector_store` runs its whole pipeline in one function, in the caller's
-thread. We wrap the instance attributes it calls, plus its module-level entity extractor, for the
-duration of one `add`; each wrapper records after the wrapped call returned:
+thread. We wrap the instance attributes it calls (never module globals, so concurrent layers
+never see each other's wrappers) for the duration of one `add`; each wrapper records after the
+wrapped call returned:
 
 | wrapped | op (category) | records |
 | --- | --- | --- |
@@ -14,7 +15,7 @@ duration of one `add`; each wrapper records after the wrapped call returned:
 | `memory.embedding_model.embed_batch` / `embed` | `memory_system.embed_memories` (embedding) | `extracted_memories` -> `embedded_memories` |
 | (recomputed) | `memory_system.hash_dedup` (update) | `embedded_memories`, `existing_memories` -> `deduplicated_memories`; skipped texts in op metadata |
 | `memory.vector_store.insert` | `memory_system.insert_memories` (update) | `deduplicated_memories` -> `memory-unit-<id>` v1 |
-| `mem0.memory.main.extract_entities_batch` | `memory_system.link_entities` (update) | each new unit -> `entity-<text>` |
+| `memory.entity_store.insert` / `update` | `memory_system.link_entities` (update) | each new unit -> `entity-<text>` |
 
 Search is traced by `mem0v3_search_tracing.Mem0v3SearchTracer`.
 
@@ -161,9 +162,8 @@ class Mem0v3Tracer:
     # -- public -----------------------------------------------------------------------------
     def patch_specs(self) -> list[PatchSpec]:
         """The specs to install (with `MonkeyPatcher`) around `memory.add` calls."""
-        import mem0.memory.main as mem0_main
-
         m = self.memory
+        entity_store = m.entity_store  # mem0 creates it lazily, mid-add; create it now to wrap it
         return attr_patch_specs(
             [
                 ("mem0v3._add_to_vector_store", m, "_add_to_vector_store", self._wrap_add_to_vector_store),
@@ -173,7 +173,8 @@ class Mem0v3Tracer:
                 ("mem0v3.embedding_model.embed_batch", m.embedding_model, "embed_batch", self._wrap_embed_batch),
                 ("mem0v3.embedding_model.embed", m.embedding_model, "embed", self._wrap_embed),
                 ("mem0v3.vector_store.insert", m.vector_store, "insert", self._wrap_insert),
-                ("mem0v3.extract_entities_batch", mem0_main, "extract_entities_batch", self._wrap_entities),
+                ("mem0v3.entity_store.insert", entity_store, "insert", self._wrap_entity_write("insert")),
+                ("mem0v3.entity_store.update", entity_store, "update", self._wrap_entity_write("update")),
             ]
         )
 
@@ -493,44 +494,47 @@ class Mem0v3Tracer:
                 for source in sources:
                     comment_link(source=source, target=unit, comment=f"A new memory unit '{memory_id}' is added.")
 
-    def _wrap_entities(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def extract_entities_batch(texts: Any, *args: Any, **kwargs: Any) -> Any:
-            found = original(texts, *args, **kwargs)
-            state = _STATE.get()
-            if state is not None and tracing_active() and any(found or []):
-                with never_raise("link_entities"):
-                    self._record_entities(state, list(texts), list(found))
-            return found
+    def _wrap_entity_write(self, kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+            def write(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                state = _STATE.get()
+                if state is not None and state.inserted and tracing_active():
+                    with never_raise("link_entities"):
+                        payloads = kwargs.get("payloads") if kind == "insert" else [kwargs.get("payload")]
+                        self._record_entities(state, [p for p in payloads or [] if isinstance(p, dict)])
+                return result
 
-        return extract_entities_batch
+            return write
 
-    def _record_entities(self, state: _AddState, texts: list[str], found: list[list[tuple[str, str]]]) -> None:
+        return wrap
+
+    def _record_entities(self, state: _AddState, payloads: list[dict[str, Any]]) -> None:
+        """Links from this add's new units to the entities the entity store now says they name."""
         from smartcomment import comment_link, comment_op_scope
 
-        units = {text: memory_id for memory_id, text in state.inserted}
+        units = dict(state.inserted)
         with comment_op_scope(
             op_name="memory_system.link_entities",
             category="update",
             comment="Entities named in the new memories are linked to them (used to boost search).",
         ):
-            for text, entities in zip(texts, found, strict=False):
-                memory_id = units.get(text)
-                if memory_id is None:
-                    continue
-                for entity_type, entity_text in entities:
-                    key = " ".join(str(entity_text).lower().split())
-                    entity = (
-                        {"text": key, "entity_type": entity_type},
-                        {
-                            "id_strategy": lambda _v, k=key: f"entity-{k}",
-                            "encoding_fn": json_encode,
-                            "decoding_fn": json.loads,
-                            "category": "entity",
-                            "comment": "An entity of the entity store.",
-                        },
-                    )
-                    comment_link(
-                        source=unit_ref(memory_id, text, state.metadata),
-                        target=entity,
-                        comment=f"Memory '{memory_id}' names '{entity_text}'.",
-                    )
+            for payload in payloads:
+                key = " ".join(str(payload.get("data", "")).lower().split())
+                entity = (
+                    {"text": key, "entity_type": payload.get("entity_type")},
+                    {
+                        "id_strategy": lambda _v, k=key: f"entity-{k}",
+                        "encoding_fn": json_encode,
+                        "decoding_fn": json.loads,
+                        "category": "entity",
+                        "comment": "An entity of the entity store.",
+                    },
+                )
+                for memory_id in payload.get("linked_memory_ids") or []:
+                    if str(memory_id) in units:
+                        comment_link(
+                            source=unit_ref(str(memory_id), units[str(memory_id)], state.metadata),
+                            target=entity,
+                            comment=f"Memory '{memory_id}' names '{key}'.",
+                        )

@@ -167,11 +167,15 @@ def test_entities_are_linked_and_boost_search_when_an_extractor_is_available(tra
 
     monkeypatch.setattr(mem0_main, "extract_entities_batch", lambda texts, **kw: [_capitalised_words(t) for t in texts])
     monkeypatch.setattr(mem0_main, "extract_entities", _capitalised_words)
-    run = traced_question(TWO_FACTS, "Ana: Where will the Dolomites trip go in June?", ["mem0v3-message-2"],
+    messages = [*TWO_FACTS, message(3, "Yesterday Lea bought a new bow for her old cello.")]
+    run = traced_question(messages, "Ana: Where will the Dolomites trip go in June?", ["mem0v3-message-2"],
                           "The Dolomites.", k=2)
     links = [e for op in run.ops("memory_system.link_entities") for e in run.edges(op)]
     assert {e.target_full_node_id.rsplit("@", 1)[0] for e in links} == {"entity-lea", "entity-dolomites", "entity-june"}
     assert all(e.source_full_node_id.startswith("memory-unit-") for e in links)
+    # the third memory links to the entity the first one created (mem0 updates its linked ids)
+    lea = {e.source_full_node_id for e in links if e.target_full_node_id.startswith("entity-lea")}
+    assert len(lea) == 2
     (fusion,) = run.ops("memory_system.score_fusion")
     assert fusion.metadata["entity_boost_active"] is True
     boosted = [d for d in fusion.metadata["scores"].values() if d["entity_boost"] > 0]
