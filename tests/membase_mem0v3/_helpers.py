@@ -71,14 +71,15 @@ def _answer(run_entries: list[Any], question: str, qa_id: str, prediction: str) 
 
 
 class TracedQuestion:
-    """`run(messages, question, evidence, prediction, k=5, chat_model=None, **config)` -> `TracedRun`."""
+    """`run(messages, question, evidence, prediction, k=5, chat_model=None, before_search=None, **config)`
+    -> `TracedRun`; `before_search(layer)` runs between construction and search."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
         self.layers: list[Any] = []
 
     def __call__(self, messages: Sequence[Any], question: str, evidence: Sequence[str], prediction: str, *,
-                 k: int = 5, chat_model: Any = None, **overrides: Any) -> TracedRun:
+                 k: int = 5, chat_model: Any = None, before_search: Any = None, **overrides: Any) -> TracedRun:
         from membase.layers.mem0v3 import Mem0v3Layer
         from smartcomment import comment_graph, comment_session, comment_variable, current_context
 
@@ -89,6 +90,8 @@ class TracedQuestion:
             with comment_session(session_id="session-1", category="memory_construction"):
                 for item in messages:
                     layer.add_message(item)
+            if before_search is not None:
+                before_search(layer)
             with comment_session(category="memory_search"):
                 comment_variable(question, variable_name="query", id_strategy=lambda _: qa_id, class_name="query",
                                  category="message & query", metadata={"evidence": list(evidence)})

@@ -180,3 +180,21 @@ def test_entities_are_linked_and_boost_search_when_an_extractor_is_available(tra
     assert fusion.metadata["entity_boost_active"] is True
     boosted = [d for d in fusion.metadata["scores"].values() if d["entity_boost"] > 0]
     assert boosted and all(d["max_possible_score"] == 1.5 for d in boosted)
+
+
+def test_bm25_hits_are_recorded_and_fused_when_keyword_search_is_active(traced_question):
+    from types import SimpleNamespace
+
+    def bm25_on(layer):  # a stand-in for fastembed's sparse encoder: every stored memory is a keyword hit
+        hits = [SimpleNamespace(id=u["id"], score=4.0) for u in layer.get_all()]
+        layer.memory.vector_store.keyword_search = lambda query, top_k=5, filters=None: hits
+
+    run = traced_question(TWO_FACTS, "Which sister plays the cello in a quartet?", ["mem0v3-message-1"], "Lea.",
+                          k=2, before_search=bm25_on)
+    (keyword,) = run.ops("memory_system.keyword_search")
+    (target,) = {e.target_full_node_id for e in run.edges(keyword)}
+    assert len(json.loads(run.graph.get_variable(target).value)) == 2
+    (fusion,) = run.ops("memory_system.score_fusion")
+    assert fusion.metadata["bm25_active"] is True and fusion.metadata["entity_boost_active"] is False
+    assert all(d["bm25_score"] > 0 and d["max_possible_score"] == 2.0 for d in fusion.metadata["scores"].values())
+    assert any(e.source_full_node_id == target for e in run.edges(fusion))
