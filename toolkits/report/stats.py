@@ -163,6 +163,13 @@ def _usage_numbers(record: ReportRecord) -> dict[str, Any]:
     }
 
 
+def _graph_location(record: ReportRecord, graphs: GraphStore) -> str | None:
+    """The graph file as an absolute path when it exists (a viewer started anywhere opens it),
+    else as the record names it."""
+    path = graphs.resolve_path(record)
+    return str(path.resolve()) if path is not None else record.graph_path
+
+
 def _case_facts(record: ReportRecord, graphs: GraphStore, viewer_url: str) -> CaseFacts:
     graph = graphs.graph_for(record)
     info = graphs.op_info(record, record.op_id) if record.attributed else None
@@ -196,7 +203,7 @@ def _case_facts(record: ReportRecord, graphs: GraphStore, viewer_url: str) -> Ca
         reason=record.reason or (record.failure or ""),
         trail_line=trail_summary(find_trail(record.raw)),
         graph_error=graphs.error_for(record) if graph is None else None,
-        viewer_link=viewer_link(viewer_url, graph_path=record.graph_path, query_id=record.query_id,
+        viewer_link=viewer_link(viewer_url, graph_path=_graph_location(record, graphs), query_id=record.query_id,
                                 split=record.split),
         replay=replay_of(record.raw),
         **op_details,
