@@ -343,19 +343,45 @@ class Page:
 
     async def select_option(self, label: str, option_text: str, *, timeout: float = 10.0) -> bool:
         """Choose the option containing ``option_text`` in the Streamlit selectbox labelled ``label``
-        (real mouse clicks: the combobox ignores synthetic ``click()`` calls)."""
-        opener = await self.rect_of(f"input[aria-label={json.dumps(label)}] + button")
+        (real mouse clicks: the combobox ignores synthetic ``click()`` calls). A selectbox that
+        already holds a value lists only the options matching it, so when the option is not
+        listed the option's text is typed into the box to list it."""
+        field = f"input[aria-label={json.dumps(label)}]"
+        opener = await self.rect_of(f"{field} + button")
         if opener is None:
             return False
         await self.click_at(*opener)
+        typed = False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             option = await self.rect_of("[role='option']", option_text)
             if option is not None:
                 await self.click_at(*option)
                 return True
+            if not typed and time.monotonic() > deadline - timeout + 1.5:
+                typed = await self.type_into(field, option_text)
             await asyncio.sleep(0.2)
         return False
+
+    async def type_into(self, selector: str, text: str, *, enter: bool = False, clear: bool = True) -> bool:
+        """Focus the first element matching ``selector``, replace its text by typing ``text`` (real
+        key input, which React-controlled Streamlit fields need), and press Enter when asked."""
+        js = (f"(() => {{ const el = document.querySelector({json.dumps(selector)}); if (!el) return false;"
+              " el.scrollIntoView({block: 'center'}); el.focus();"
+              f" if ({'true' if clear else 'false'}) el.select(); return true; }})()")
+        if not await self.evaluate(js):
+            return False
+        if clear:
+            await self.call("Input.dispatchKeyEvent", type="keyDown", key="Backspace", code="Backspace",
+                            windowsVirtualKeyCode=8)
+            await self.call("Input.dispatchKeyEvent", type="keyUp", key="Backspace", code="Backspace",
+                            windowsVirtualKeyCode=8)
+        await self.call("Input.insertText", text=text)
+        if enter:
+            for kind in ("keyDown", "keyUp"):
+                await self.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+                                windowsVirtualKeyCode=13, text="\r" if kind == "keyDown" else "")
+        return True
 
     async def scroll_to_text(self, selector: str, text: str) -> bool:
         """Scroll the first element matching ``selector`` that contains ``text`` to the top of the view."""
