@@ -34,7 +34,7 @@ from membase.utils.patching import PatchSpec
 __all__ = ["Mem0v3SearchTracer"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _SearchState:
     """Per `memory.search` call."""
 

@@ -57,7 +57,7 @@ SYSTEM_PROMPT_VARIABLE = "additive-extraction-system-prompt"
 _MAX_REMEMBERED_MESSAGES = 64
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _AddState:
     """Per `_add_to_vector_store` call."""
 

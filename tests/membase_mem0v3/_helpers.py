@@ -17,7 +17,7 @@ from typing import Any
 NEEDS_MEM0V3 = "the Mem0v3 layer needs mem0ai 2.x in its own venv: pip install -e '.[dev,mem0v3]'"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TracedRun:
     """One traced construction + search + answer of a single question."""
 
