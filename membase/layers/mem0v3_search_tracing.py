@@ -135,7 +135,7 @@ class Mem0v3SearchTracer:
                 comment_link(source=query_rv, target=keyword_rv, comment=f"{len(state.keyword)} keyword matches.")
             inputs.append(keyword_rv)
         returned = {str(hit["id"]) for hit in results}
-        dropped = [_drop_reason(c, threshold, returned) for c in candidates if c["id"] not in returned]
+        dropped = [_drop_reason(c, threshold) for c in candidates if c["id"] not in returned]
         with comment_op_scope(
             op_name="memory_system.score_fusion",
             category="retrieval",
@@ -165,8 +165,7 @@ class Mem0v3SearchTracer:
                 )
 
 
-
-def _drop_reason(candidate: dict[str, Any], threshold: float, returned: set[str]) -> dict[str, Any]:
+def _drop_reason(candidate: dict[str, Any], threshold: float) -> dict[str, Any]:
     score = candidate.get("semantic_score") or 0.0
     if not candidate.get("memory"):
         reason = "no_data"
