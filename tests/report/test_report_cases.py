@@ -144,29 +144,35 @@ def test_no_replay_means_no_recovery_section(faultbench_report):
 
 def test_non_memory_verdicts_are_their_own_rows_and_never_blamed_on_an_op(outputs_dir, tmp_path: Path):
     data, records = _mem0_records(outputs_dir)
-    judge, annotation = records[0], records[1]
-    # as the attribution runner writes an evidence_flow status that is not a memory error
-    judge.update(error_attribution_result=None, attribution_failure="evidence_flow llm_as_a_judge_error_candidate: "
-                 "the prediction states the gold answer", evidence_flow={"status": "llm_as_a_judge_error_candidate"})
+    judge, annotation, spelled = records[0], records[1], records[2]
+    # what the attribution runner writes for evidence_flow's triage of a non-memory failure
+    judge.update(error_attribution_result=None, attribution_failure="evidence_flow llm_judge_error: stated",
+                 evidence_flow={"status": "llm_judge_error", "triage": {
+                     "status": "llm_judge_error", "kind": "LLMAsAJudgeError",
+                     "reason": "the prediction states the golden answer; the judge said WRONG"}})
     annotation["error_attribution_result"] = {"error_type": "AnnotationError", "op_id": "",
                                               "reason": "no message supports the gold answer"}
+    spelled.update(error_attribution_result=None, attribution_failure="judge said wrong",
+                   evidence_flow={"status": "llm_as_a_judge_error_candidate"})  # another writer's spelling
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps({**data, "results": records}), encoding="utf-8")
     analysis = analyse([path])
     stats = analysis.statistics
     counts = stats["error_types"]["overall"]["counts"]
-    assert counts["LLMAsAJudgeError"] == 1 and counts["AnnotationError"] == 1
-    assert stats["attributed"] == len(records) - 2 and stats["non_memory_verdicts"] == 2 and stats["failed"] == 0
+    assert counts["LLMAsAJudgeError"] == 2 and counts["AnnotationError"] == 1
+    assert stats["attributed"] == len(records) - 3 and stats["non_memory_verdicts"] == 3 and stats["failed"] == 0
     assert stats["failed_attributions"] == []
-    assert sum(r["count"] for r in stats["blamed_operations"]["by_name"]) == len(records) - 2
+    assert sum(r["count"] for r in stats["blamed_operations"]["by_name"]) == len(records) - 3
     assert all("LLMAsAJudgeError" not in r["error_types"] for r in stats["blamed_operations"]["by_name"])
     funnel = stats["loss_funnel"]["overall"]
-    assert funnel["cases"] == len(records) - 2 and funnel["non_memory"] == 2
-    assert [c["label"] for c in stats["non_memory"]["cases"]] == ["LLMAsAJudgeError", "AnnotationError"]
-    assert stats["non_memory"]["cases"][0]["reason"].startswith("evidence_flow llm_as_a_judge_error_candidate")
-    assert "Not memory errors (not shown to you): LLMAsAJudgeError 1, AnnotationError 1." in summary_for_prompt(stats)
+    assert funnel["cases"] == len(records) - 3 and funnel["non_memory"] == 3
+    cases = stats["non_memory"]["cases"]
+    assert [c["label"] for c in cases] == ["LLMAsAJudgeError", "AnnotationError", "LLMAsAJudgeError"]
+    assert cases[0]["reason"] == "the prediction states the golden answer; the judge said WRONG"
+    assert cases[2]["reason"] == "judge said wrong"
+    assert "Not memory errors (not shown to you): LLMAsAJudgeError 2, AnnotationError 1." in summary_for_prompt(stats)
     rendered, _ = render_cases(analysis.inputs.records, GraphStore(), max_op_xml_tokens=1000)
-    assert {c.query_id for c in rendered}.isdisjoint({judge["query_id"], annotation["query_id"]})
+    assert {c.query_id for c in rendered}.isdisjoint({r["query_id"] for r in (judge, annotation, spelled)})
 
 
 def test_a_deleted_or_unreadable_graph_is_listed_in_no_llm_mode(outputs_dir, tmp_path: Path, capsys):

@@ -13,8 +13,10 @@ A record that the attributor recognised as a *non-memory* error (an ``LLMAsAJudg
 candidate: the judge said WRONG to an answer that states the gold; an ``AnnotationError``
 candidate: no message supports the gold answer) carries that label as its verdict
 (:attr:`ReportRecord.non_memory`); it has no operation, is counted in a row of its own and is
-never blamed on a memory operation. The label is read from the record's ``evidence_flow.status``
-or from an ``error_attribution_result.error_type`` of that name (:func:`non_memory_label`).
+never blamed on a memory operation. The label is read from the record's ``evidence_flow.triage``
+(``{"status", "kind", "reason"}``, what ``evidence_flow`` writes and :mod:`toolkits.metrics` counts),
+else from its ``evidence_flow.status`` (``llm_judge_error``, ``annotation_error`` or another spelling
+of either), or from an ``error_attribution_result.error_type`` of that name (:func:`non_memory_label`).
 """
 
 from __future__ import annotations
@@ -135,6 +137,11 @@ def _non_memory_name(text: Any) -> str | None:
 
 def non_memory_label(record: Mapping[str, Any]) -> str | None:
     """The non-memory verdict of a record (see the module docstring), or None."""
+    from toolkits.metrics import non_memory_kind
+
+    kind = non_memory_kind(record)
+    if kind:
+        return kind
     flow = record.get("evidence_flow")
     if isinstance(flow, Mapping):
         label = _non_memory_name(flow.get("status"))
@@ -147,6 +154,10 @@ def non_memory_label(record: Mapping[str, Any]) -> str | None:
 
 
 def _non_memory_reason(record: Mapping[str, Any]) -> str:
+    flow = record.get("evidence_flow")
+    triage = flow.get("triage") if isinstance(flow, Mapping) else None
+    if isinstance(triage, Mapping) and triage.get("reason"):
+        return str(triage["reason"])
     prediction = record.get("error_attribution_result")
     if isinstance(prediction, Mapping) and prediction.get("reason"):
         return str(prediction["reason"])
