@@ -162,7 +162,8 @@ def timeline_figure(
         height=max(220, 90 * rows + 110), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         xaxis={"visible": False, "range": [-0.6, per_row - 0.4]},
         yaxis={"visible": False, "range": [-(rows - 1) - 0.6, 0.6]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        # below the chart: the toolbar (top right, on hover) would cover a legend on top
+        legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0},
         clickmode="event+select", plot_bgcolor="white", hovermode="closest",
     )
     return fig
@@ -245,6 +246,17 @@ def _value_preview(raw: Any) -> str:
             if isinstance(parsed.get(key), str):
                 return parsed[key]
     return text
+
+
+_RING_MEANING = {"present": "ring: the information is still there", "absent": "ring: the information is lost here",
+                 "current": "ring: the trail step shown"}
+
+
+def _ring_legend(states: set[str]) -> list[Any]:
+    """Legend-only entries that say what the trail's node rings mean."""
+    return [go.Scatter(x=[None], y=[None], mode="markers", name=_RING_MEANING[state], hoverinfo="skip",
+                       marker={"size": 14, "color": "white", "line": {"color": _STATE_LINE[state], "width": 4}})
+            for state in ("present", "absent", "current") if state in states]
 
 
 def subgraph_figure(
@@ -336,7 +348,7 @@ def subgraph_figure(
             mode="markers+text", name=category,
             text=[_short(n) if show_all_labels or n.full_node_id in focus or n.full_node_id in states else ""
                   for n in members],
-            textposition=["bottom center" if i % 2 == 0 else "top center" for i in range(len(members))],
+            textposition="middle right",
             textfont={"size": 9},
             marker={"size": sizes, "color": color, "line": {"color": line_colors, "width": line_widths}},
             customdata=[["node", n.full_node_id] for n in members],
@@ -344,12 +356,14 @@ def subgraph_figure(
                               f"{_value_preview(n.raw_value)}") for n in members],
             hoverinfo="text", unselected={"marker": {"opacity": 1}},
         ))
+    traces.extend(_ring_legend(set(states.values())))
     layers = max((p[0] for p in pos.values()), default=0)
     tallest = max((sum(1 for p in pos.values() if p[0] == x) for x in {p[0] for p in pos.values()}), default=1)
     fig = go.Figure(data=traces)
     fig.update_layout(
         height=min(900, max(320, 46 * tallest + 120)), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"visible": False, "range": [-0.9, layers + 0.9]}, yaxis={"visible": False},
+        # labels sit right of their node: room for the last layer's labels
+        xaxis={"visible": False, "range": [-0.6, layers + 1.4]}, yaxis={"visible": False},
         legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0, "font": {"size": 10}},
         annotations=arrows, clickmode="event+select", plot_bgcolor="white", hovermode="closest",
     )

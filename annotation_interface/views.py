@@ -26,6 +26,7 @@ from .figures import clicked, subgraph_figure, timeline_figure
 from .labels import CaseRef, Label
 from .loader import GraphFileError, ParsedGraph, load_graph
 from .parser import QARecord
+from .readable import evidence_terms, highlight, op_io
 from .subgraphs import (
     Subgraph,
     attribution_subgraphs,
@@ -44,7 +45,10 @@ STATUS_BADGE = {"correct": ":green[**correct**]", "wrong": ":red[**wrong**]", "u
 STATUS_TEXT = {"correct": "[correct]", "wrong": "[wrong]", "unjudged": "[not judged]"}
 ALL_SESSIONS = "(all sessions)"
 PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
-_CSS = "<style>[data-testid='stMainBlockContainer'] {padding-top: 2.2rem;}</style>"
+_CSS = ("<style>[data-testid='stMainBlockContainer'] {padding-top: 2.2rem;}"
+        " .mt-text {white-space: pre-wrap; font-size: 0.9rem; border-left: 3px solid #ddd; padding: 0.2rem 0.6rem;"
+        " margin-bottom: 0.6rem; max-height: 18rem; overflow-y: auto;}"
+        " .mt-text mark {background: #ffe58a; padding: 0 1px;}</style>")
 
 
 # ----------------------------------------------------------------------------------- caches
@@ -424,10 +428,25 @@ def _operation_view(pg: ParsedGraph) -> None:
     sub = pg.memo(("op", op_id), lambda: op_subgraph(pg, op_id))
     _plot(pg.memo(("op_fig", op_id), lambda: subgraph_figure(sub.graph, highlight_ops=[op_id])), "op_graph",
           on_select=lambda: _chart_clicked("op_graph"))
-    meta = st.checkbox("include metadata in the XML", key="op_xml_meta")
-    xml = pg.memo(("op_xml", op_id, meta), lambda: sub.graph.to_xml(include_metadata=meta))
-    st.code(xml, language="xml")
-    st.download_button("Download XML", xml, file_name=f"{op_id}.xml", mime="application/xml", key="op_xml_dl")
+    _op_as_text(pg, op_id, qa)
+    with st.expander("The operation as XML (what the attribution agents read)"):
+        meta = st.checkbox("include metadata in the XML", key="op_xml_meta")
+        xml = pg.memo(("op_xml", op_id, meta), lambda: sub.graph.to_xml(include_metadata=meta))
+        st.code(xml, language="xml")
+        st.download_button("Download XML", xml, file_name=f"{op_id}.xml", mime="application/xml", key="op_xml_dl")
+
+
+def _op_as_text(pg: ParsedGraph, op_id: str, qa: QARecord | None) -> None:
+    """The op's prompt, inputs and response as text, the golden answer's words marked."""
+    nodes = pg.memo(("op_io", op_id), lambda: op_io(pg.network, pg.index.op_edges.get(op_id, [])))
+    terms = evidence_terms(qa.golden_display) if qa else []
+    marked = f" · words of the golden answer of `{qa.qa_id}` are marked" if qa and terms else ""
+    st.markdown(f"##### Inputs and outputs as text{marked}")
+    for node in nodes[:40]:
+        st.markdown(f"**{node.title}**")
+        st.markdown(f"<div class='mt-text'>{highlight(node.text, terms)}</div>", unsafe_allow_html=True)
+    if len(nodes) > 40:
+        st.caption(f"{len(nodes) - 40} more node(s): see the XML.")
 
 
 def _related_view(pg: ParsedGraph) -> None:
@@ -485,6 +504,26 @@ def _qa_header(pg: ParsedGraph, qa: QARecord) -> None:
             st.json(qa.annotation, expanded=False)
 
 
+_TRAIL_COLUMNS = ("stage", "op_name", "present", "score", "node_id", "note")
+
+
+def _trail_table(steps: list[dict[str, Any]]) -> str:
+    """The trail as a table that fits a 1440 px window: fixed columns, short cells, the op id in
+    the op column's text (other keys, if any, join the note)."""
+    rows = []
+    for i, step in enumerate(steps, 1):
+        op = step.get("op_name") or ""
+        if step.get("op_id"):
+            op = f"{op} `{_cut(str(step['op_id']), 14)}`"
+        extra = "; ".join(f"{k}: {v}" for k, v in step.items() if k not in (*_TRAIL_COLUMNS, "op_id") and v is not None)
+        note = " · ".join(x for x in (str(step.get("note") or ""), extra) if x)
+        present = {True: "yes", False: "**no**"}.get(step.get("present"), "")
+        score = f"{step['score']:.2f}" if isinstance(step.get("score"), int | float) else ""
+        rows.append([i, step.get("stage") or "", op, present, score, _cut(str(step.get("node_id") or ""), 30),
+                     _cut(note, 90)])
+    return _table(["#", "stage", "op", "present", "score", "node", "note"], rows)
+
+
 def _trail_panel(pg: ParsedGraph, qa: QARecord, result: dict[str, Any]) -> None:
     steps = result["trail"]
     if not steps:
@@ -511,8 +550,7 @@ def _trail_panel(pg: ParsedGraph, qa: QARecord, result: dict[str, Any]) -> None:
                   lambda: subgraph_figure(sub.graph, node_states=states, highlight_ops=highlight)), "trail_graph",
           on_select=lambda: _chart_clicked("trail_graph", edge_to_form=True))
     with st.expander("All trail steps"):
-        keys = list(dict.fromkeys(k for step in steps for k in step))
-        st.markdown(_table(["#", *keys], [[i, *(step.get(k) for k in keys)] for i, step in enumerate(steps, 1)]))
+        st.markdown(_trail_table(steps))
 
 
 def _auto_panel(pg: ParsedGraph, qa: QARecord, args: Any, key: str) -> None:
