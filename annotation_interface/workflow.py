@@ -36,6 +36,8 @@ __all__ = [
 
 ss = st.session_state
 ANY = "(any)"
+QUEUE_PAGE = 15
+"""Cases listed per queue page (each row is a widget: a long page is slow to draw)."""
 OpenCase = Callable[[str, str], None]
 
 
@@ -242,7 +244,13 @@ def queue_view(state: QueueState, open_case: OpenCase, base: str) -> None:
         return
     st.button("Start / resume: open the next open case", key="q_start", type="primary",
               on_click=_go_next, args=(state, None, open_case), kwargs={"skip": False})
-    for n, item in enumerate(state.shown[:200], 1):
+    pages = max(1, -(-len(state.shown) // QUEUE_PAGE))
+    if not 1 <= int(ss.get("q_page") or 1) <= pages:
+        ss.q_page = 1
+    if pages > 1:
+        st.number_input(f"Page (of {pages}, {QUEUE_PAGE} cases each)", min_value=1, max_value=pages, key="q_page")
+    first = (int(ss.get("q_page") or 1) - 1) * QUEUE_PAGE
+    for n, item in enumerate(state.shown[first:first + QUEUE_PAGE], first + 1):
         c1, c2 = st.columns([9, 1])
         others = sorted(a or "?" for a in state.humans.get(item.ref, {}) if a != state.annotator)
         by = f" · also by {', '.join(others)}" if others else ""
