@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "unsampled ones, which the default evaluation set then leaves out)")
     ours.add_argument("--min-improvement", type=float, default=0.0,
                       help="smallest llm_judge gain (0-1 scale) the gate accepts; ties never pass (default: %(default)s)")
+    ours.add_argument("--optimizer", choices=("textgrad", "gepa"), default="textgrad",
+                      help="textgrad (default): the paper's three-stage optimizer, one round per training conversation; "
+                      "gepa: GEPA's Pareto pool, minibatch acceptance and merge over the configuration, with "
+                      "MemTrace attributions as its reflective dataset")
+    ours.add_argument("--gepa-max-metric-calls", type=_positive_int, default=None,
+                      help="GEPA's budget in conversation evaluations (default: 4 x --sample-size)")
     ours.add_argument("--estimate-cost", action="store_true",
                       help="do not call any model: dry-run the planned command with counting fakes (offline layer) "
                       "and write <dir>/cost_estimate.json with the calls and tiktoken-counted tokens per model")

@@ -87,6 +87,13 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
         raise InputError(f"--metrics {args.metrics!r}: choose from {', '.join(METRICS)}")
     if args.validation_gate and "llm_judge" not in metrics:
         raise InputError("--validation-gate compares llm_judge scores: keep llm_judge in --metrics")
+    if args.optimizer == "gepa":
+        try:
+            import gepa  # noqa: F401
+        except ImportError:
+            raise InputError("--optimizer gepa needs the gepa package: pip install 'memtrace-llm[optim]'") from None
+        if "llm_judge" not in metrics:
+            raise InputError("--optimizer gepa scores candidates by llm_judge: keep llm_judge in --metrics")
     if not 0.0 <= args.min_improvement <= 1.0:
         raise InputError(f"--min-improvement {args.min_improvement}: give a gain between 0 and 1 (llm_judge scale)")
     initial = _initial_bundle(args)
@@ -162,6 +169,7 @@ def _run_settings(args: argparse.Namespace, initial: Any, targets: list[Any], se
         "validation_gate": validation_indexes if args.validation_gate else None,
         "min_improvement": args.min_improvement if args.validation_gate else None,
         "parameter_trials": args.parameter_trials if any(t.kind == "parameter" for t in targets) else None,
+        "optimizer": args.optimizer if args.optimizer != "textgrad" else None,
     }
 
 
@@ -417,6 +425,20 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
     except ValidationError as exc:
         raise InputError(f"optimizer settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     factory = optimizer_model_factory or from_spec(args.optimizer_model)
+    reflection = None
+    if args.optimizer == "gepa":  # GEPA's reflection model replaces the three-stage optimizer's
+        from toolkits.optimization.gepa_backend import reflection_model
+
+        try:
+            reflection = reflection_model(args.optimizer_model, api_config_path=args.api_config_path,
+                                          timeout=args.call_timeout, max_retries=args.optimizer_max_retries)
+        except ConfigError as exc:
+            raise InputError(f"optimizer model: {exc}") from None
+        credentials = getattr(reflection, "credentials", None)
+        if credentials is not None:
+            endpoints += [Endpoint(what="--optimizer-model", base_url=credentials.credential_for(i).base_url,
+                                   api_key=credentials.credential_for(i).api_key) for i in range(credentials.size)]
+        factory = factory or _no_textgrad_model
     opt_pool = None
     if factory is None:
         try:
@@ -448,10 +470,16 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
 
         metric = "llm_judge" if "llm_judge" in settings.metrics else settings.metrics[0]
         parameters = PipelineParameterOptimizer(settings=settings, metric=metric, trials=args.parameter_trials)
-    return PromptRoundStep(
+    step = PromptRoundStep(
         targets=targets, settings=settings, attribution=attribution,
         optimizers=default_optimizers(runner, args.optimization_batch_size, parameters), seed=args.seed, gate=gate,
     )
+    step.reflection = reflection  # type: ignore[attr-defined]  # read by _run_gepa
+    return step
+
+
+def _no_textgrad_model(_call_index: int) -> Any:
+    raise RuntimeError("--optimizer gepa runs no three-stage optimizer call")
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -480,7 +508,9 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
             print(f"resuming at round {start} of {args.sample_size} (rounds 1-{k} are complete in {store.root})",
                   file=sys.stderr)
     rounds = [(select(train.dataset, [i]), [train.indexes[i]]) for i in range(len(train.indexes))]
-    if start <= len(rounds):
+    if args.optimizer == "gepa":
+        bundle = _run_gepa(args, plan)
+    elif start <= len(rounds):
         bundle = run_rounds(store, bundle=bundle, start=start, rounds=rounds, step=plan.step,
                             show_progress=args.progress, on_round_end=_print_round)
     else:
@@ -500,6 +530,20 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
               f"({m['difference']:+.4f}{shown}, {report['num_questions']} questions)")
     print(f"-> {output}")
     return 0
+
+
+def _run_gepa(args: argparse.Namespace, plan: _Plan) -> Any:
+    from toolkits.optimization.gepa_backend import run_gepa
+
+    reflection = plan.step.reflection
+    budget = args.gepa_max_metric_calls or 4 * len(plan.train.indexes)
+    best = run_gepa(initial=plan.initial, targets=plan.targets, dataset=plan.train.dataset, settings=plan.settings,
+                    attribution=plan.step.attribution, reflection_lm=reflection, root=Path(args.optimization_dir),
+                    max_metric_calls=budget, seed=args.seed)
+    changed = [t.field for t in plan.targets if best.get(t.field) != plan.initial.get(t.field)]
+    print(f"gepa: best candidate changes {','.join(changed) or 'nothing'} "
+          f"(-> {Path(args.optimization_dir) / 'gepa_summary.json'})", file=sys.stderr)
+    return best
 
 
 def _print_round(k: int, output: Any) -> None:
