@@ -59,6 +59,7 @@ EXIT_OK, EXIT_WRITE_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (reference flags of spec §6.1 plus new ones)."""
     from toolkits._cli import (
+        add_fan_out_arguments,
         add_retrieval_arguments,
         non_negative_float,
         non_negative_int,
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap-samples", type=non_negative_int, default=1000, help="resamples for 95%% intervals (0: none)"
     )
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
+    add_fan_out_arguments(p)
     return p
 
 
@@ -498,6 +500,24 @@ def _check_output(output: Path, cache_dir: str | None) -> None:
             raise _UsageError(f"--cache-dir {cache_dir!r} is not writable: {exc}") from None
 
 
+def _fan_out_plan(args: argparse.Namespace) -> Any:
+    from toolkits._cli import fan_out_plan
+
+    try:
+        return fan_out_plan(args)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _attribute(runner: Any, cases: list[Any], graphs: list[Any], plan: Any, *, batch_size: int, **kwargs: Any) -> Any:
+    """All cases in this process (asyncio), or in tasks of ``batch_size`` cases on workers or Ray."""
+    if plan.inline:
+        return asyncio.run(runner.arun(cases, graphs, batch_size=batch_size, **kwargs))
+    from toolkits._fanout import attribute_fanned_out
+
+    return attribute_fanned_out(runner, cases, graphs, plan=plan, chunk_size=batch_size, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], Any] | None = None) -> int:
     """Run the CLI.
 
@@ -544,6 +564,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _UsageError(f"invalid settings: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    plan = _fan_out_plan(args)
     graphs, cases, extra_metrics = _load(args, parser)
     try:
         graphs, cases = _sample(graphs, cases, args.sample_size, args.seed)
@@ -612,18 +633,18 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     provide = args.provide_starting_nodes
     memory_system = args.split if args.use_system_prior and args.split in SPLITS else None
     try:
-        report = asyncio.run(
-            runner.arun(
-                cases,
-                graphs,
-                batch_size=args.batch_size,
-                use_source_evidence_nodes=provide and args.starting_nodes_type == "source_evidence",
-                use_pseudo_source_evidence=provide and args.starting_nodes_type == "pseudo_source_evidence",
-                memory_system=memory_system,
-                custom_prior_knowledge=custom_prior,
-                on_result=on_result,
-                resume=resume,
-            )
+        report = _attribute(
+            runner,
+            cases,
+            graphs,
+            plan,
+            batch_size=args.batch_size,
+            use_source_evidence_nodes=provide and args.starting_nodes_type == "source_evidence",
+            use_pseudo_source_evidence=provide and args.starting_nodes_type == "pseudo_source_evidence",
+            memory_system=memory_system,
+            custom_prior_knowledge=custom_prior,
+            on_result=on_result,
+            resume=resume,
         )
     except CredentialError as exc:
         journal.close()

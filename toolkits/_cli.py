@@ -6,7 +6,15 @@ import argparse
 
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
-__all__ = ["add_retrieval_arguments", "non_negative_float", "non_negative_int", "positive_float", "positive_int"]
+__all__ = [
+    "add_fan_out_arguments",
+    "add_retrieval_arguments",
+    "fan_out_plan",
+    "non_negative_float",
+    "non_negative_int",
+    "positive_float",
+    "positive_int",
+]
 
 
 def _bounded_int(text: str, minimum: int) -> int:
@@ -86,3 +94,32 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--embedding-cache-dir", default=None, help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)"
     )
+
+
+def add_fan_out_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--workers``, ``--executor`` and ``--ray-address`` (cases spread over processes or Ray)."""
+    group = parser.add_argument_group("fan-out (docs/fanout.md)")
+    group.add_argument(
+        "--workers", type=positive_int, default=None,
+        help="tasks of --batch-size cases run at the same time in worker processes (default: all cases in this "
+        "process); with --executor ray, Ray tasks in flight (default: the cluster's CPUs)",
+    )
+    group.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local: this machine; ray: a Ray cluster (pip install 'memtrace-llm[ray]')")
+    group.add_argument("--ray-address", default=None,
+                       help="Ray cluster to join (auto, ray://host:10001); default: start a local Ray instance")
+
+
+def fan_out_plan(args: argparse.Namespace):  # noqa: ANN201 - FanOut, imported lazily
+    """The :class:`membase.runners._executors.FanOut` of the parsed fan-out flags.
+
+    Raises:
+        ValueError: For ``--executor ray`` when Ray is not installed (the message says how to install it).
+    """
+    import importlib.util
+
+    from membase.runners._executors import FanOut, ray_missing_message
+
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ValueError(ray_missing_message())
+    return FanOut(workers=args.workers, executor=args.executor, ray_address=args.ray_address)
