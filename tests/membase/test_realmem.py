@@ -5,7 +5,6 @@ end (`python -m membase run` with Long-Context and fake models, then evidence_fl
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,9 @@ from membase.datasets import load_dataset
 from membase.datasets.gold_points import check_gold_points, check_run, point_recall
 from membase.datasets.gold_points import main as gold_points_main
 from membase.datasets.realmem import load_realmem
+from tests.conftest import SHARED, require_shared
 
-SLICE = Path(__file__).resolve().parents[3] / "shared" / "data" / "realmem" / "Adeleke_Okonjo_dialogues_first40_sessions.json"
+SLICE = SHARED / "data" / "realmem" / "Adeleke_Okonjo_dialogues_first40_sessions.json"
 PERSON = "Marisol_Quennell"
 
 
@@ -110,9 +110,8 @@ def test_one_trajectory_per_persona_with_online_questions(realmem_path):
     assert "memory_used" not in traj.sessions[2].messages[1].metadata  # gold data stays out of the messages
 
 
-@pytest.mark.skipif(not SLICE.is_file(), reason="the shared RealMem slice is not in this checkout")
 def test_the_shared_slice_loads():
-    data = load_realmem(SLICE)
+    data = load_realmem(require_shared(SLICE, "the RealMem slice"))
     traj, qas = data[0]
     assert traj.id == "realmem-Adeleke_Okonjo" and len(traj.sessions) == 40 and len(qas) == 17
     messages = {m.id for m in traj.messages}
