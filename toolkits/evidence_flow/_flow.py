@@ -102,6 +102,7 @@ def follow_construction(view: GraphView, probe: PresenceJudge, seeds: list[NodeR
     state.carriers = set(seed_ids)
     drops: list[Drop] = []
     shown = 0
+    _prefetch_lineage(view, probe, edges, seed_ids)
     for edge in edges:
         if edge.source in seed_ids and state.first_consumer is None:
             state.first_consumer = edge
@@ -133,6 +134,21 @@ def follow_construction(view: GraphView, probe: PresenceJudge, seeds: list[NodeR
         into_units = [d for d in drops if is_memory_unit(view.nodes[d.edge.target])]
         state.extraction_drop = into_units[0] if into_units else _deepest_drop(view, drops)
     return state
+
+
+def _prefetch_lineage(view: GraphView, probe: PresenceJudge, edges: list[EdgeRec], seeds: set[str]) -> None:
+    """Hand a model judge every text the lineage can reach from the seeds, so it asks in batches
+    (a superset of what the walk visits; the judge skips texts that clearly lack the fact)."""
+    prefetch = getattr(probe, "prefetch", None)
+    if prefetch is None:
+        return
+    reached = set(seeds)
+    targets: list[str] = []
+    for edge in edges:
+        if edge.source in reached and edge.target not in reached:
+            reached.add(edge.target)
+            targets.append(edge.target)
+    prefetch([node_text(view.nodes[t], flow=True) for t in targets])
 
 
 def _lifecycle(view: GraphView, probe: PresenceJudge, query: NodeRec, state: StoreState, trail: Trail,

@@ -112,7 +112,27 @@ class LLMJudge:
         return f"the fact {self.fact[:120]!r} (judged by the model {self.factory.model_name})"
 
     def _key(self, text: str) -> tuple[str, str, str]:
-        return (self.fact, self.answer, text[: self.factory.max_text_chars])
+        return (self.fact, self.answer, text)
+
+    def _excerpt(self, text: str) -> str:
+        """A long text (a buffer, a whole context) as the lines that speak of the fact: those with the
+        answer's words, else those sharing the most of the fact's words; at most ``max_text_chars``."""
+        limit = self.factory.max_text_chars
+        if len(text) <= limit:
+            return text
+        lines = [line for line in text.splitlines() if line.strip()]
+        fact_words = frozenset().union(*(f.tokens for f in self.rules.facts))
+        answer = self.rules.answer_tokens
+        scored = sorted(range(len(lines)), key=lambda i: (-len(content_tokens(lines[i]) & answer),
+                                                          -len(content_tokens(lines[i]) & fact_words), i))
+        kept: list[int] = []
+        size = 0
+        for i in scored:
+            if size + len(lines[i]) > limit and kept:
+                break
+            kept.append(i)
+            size += len(lines[i]) + 5
+        return " [...] ".join(lines[i][:limit] for i in sorted(kept))
 
     def _worth_asking(self, text: str) -> bool:
         best, borderline = self.rules.judge_text(text)
@@ -139,7 +159,7 @@ class LLMJudge:
         return hit if hit is not None else self.rules.assess(text)
 
     def _ask(self, texts: list[str]) -> None:
-        shown = [t[: self.factory.max_text_chars] for t in texts]
+        shown = [self._excerpt(t) for t in texts]
         body = "\n".join(f'<text id="{i}">{t}</text>' for i, t in enumerate(shown, start=1))
         messages = [{"role": "system", "content": PRESENCE_SYSTEM},
                     {"role": "user", "content": PRESENCE_USER.format(fact=self.fact, answer=self.answer, texts=body)}]
@@ -182,7 +202,8 @@ class LLMJudgeFactory:
     """Re-asks after an unparsable reply."""
     ask_floor: float = 0.3
     """Rules score below which a text is not put to the model."""
-    max_text_chars: int = 1500
+    max_text_chars: int = 1200
+    """Longer texts are shown as their lines that speak of the fact, up to this many characters."""
     name: str = "llm"
     _cache: dict[tuple[str, str, str], Assessment] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
