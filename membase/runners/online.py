@@ -70,6 +70,8 @@ class OnlineEvaluator:
         if qa is None:
             logger.warning("task message %s of %s has no question; skipped", message.id, user_id)
             return
+        if not self.searcher._keep(qa):  # --skip-question-types
+            return
         with comment_session(category="memory_search", comment="The memory is searched for a question "
                              "asked during the conversation.",
                              metadata={"top_k": self.searcher.config.top_k, "online": True}):

@@ -198,6 +198,14 @@ def test_online_questions_are_searched_and_answered_inside_the_construction_grap
     assert [r["qa_pair"]["id"] for r in results] == [_mid(2, 0)] and results[0]["metrics"]["llm_judge"]["value"] == 0.0
 
 
+def test_skipped_question_types_are_not_asked(realmem_path, tmp_path, capsys):
+    run_dir = _run(realmem_path, tmp_path, {"layer_type": "Long-Context"},
+                   "--skip-question-types", "Dynamic Incremental")
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["search"]["items_done"] == 0 and summary["construction"]["items_done"] == 8
+    assert json.loads((run_dir / "memory" / "2_None_None_evaluation.json").read_text()) == []
+
+
 def test_rerun_keeps_the_online_results_of_users_already_built(realmem_path, tmp_path, capsys):
     run_dir = _run(realmem_path, tmp_path, {"layer_type": "Long-Context"})
     first = (run_dir / "memory" / "2_None_None_evaluation.json").read_text()
