@@ -184,6 +184,14 @@ def test_run_and_evidence_flow_attribution_end_to_end(lme_path, tmp_path, capsys
     assert greenhouse["source_evidence_ids"] == ["longmemeval-message-0-0-0@1", "longmemeval-message-0-0-2@1"]
     assert greenhouse["attribution_failure"] is None and greenhouse["error_attribution_result"]["op_id"]
 
+    import generate_report
+
+    report = tmp_path / "report"
+    assert generate_report.main(["--data-path", str(out), "--save-folder", str(report), "--no-llm", "--no-png",
+                                 "--no-progress"]) == 0
+    text = (report / "error_analysis_report.md").read_text()
+    assert "| LongMemEval | 3 |" in text  # the dataset-source row counts the three attributed questions
+
 
 def test_faultbench_builds_cases_from_a_longmemeval_file(lme_path, tmp_path, capsys):
     from toolkits.faultbench.__main__ import main as faultbench_main
