@@ -72,7 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=2, help="rounds of the guided loop")
     p.add_argument("--max-attributed-cases", type=int, default=100,
                    help="missed questions attributed per guided round (seeded sample)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of a single-seed run (see --seeds)")
+    p.add_argument("--seeds", default=None,
+                   help="comma list: run guided and unguided once per seed and report mean and sd (e.g. 0,1,2)")
+    p.add_argument("--upstream-hops", type=int, default=2,
+                   help="guided search also takes parameters up to N producing operations upstream of an attributed "
+                   "one (0: the attributed operations' own subgraphs, the behaviour before)")
+    p.add_argument("--max-sessions", type=int, default=None,
+                   help="cut every conversation to its first N sessions (a reduced, faster run)")
     p.add_argument("--work-dir", default="runs/optimization_locomo", help="caches and loop folders")
     p.add_argument("--output-path", default=None, help="results JSON (default: <work-dir>/results.json)")
     p.add_argument("--methods", default="default,guided,unguided,grid", help="rows to run, in order")
@@ -95,6 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = json.loads(Path(args.layer_config).read_text(encoding="utf-8")) if args.layer_config else DEFAULT_CONFIG
     initial = MemoryConfigBundle.from_layer_config(config).with_updates({"top_k": args.top_k})
     full = load_dataset("LoCoMo", args.dataset_path)
+    if args.max_sessions:
+        from toolkits.optimization.pipeline import trim_dataset
+
+        full = trim_dataset(full, max_sessions=args.max_sessions)
+    seeds = _indexes(args.seeds) if args.seeds else [args.seed]
     train, held_out = _indexes(args.train), _indexes(args.held_out)
     if set(train) & set(held_out):
         print("error: --train and --held-out overlap", file=sys.stderr)
@@ -112,27 +124,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {
         "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
         "dataset": str(args.dataset_path), "train": train, "held_out": held_out, "budget_tokens": args.budget,
-        "evaluations": args.evaluations, "rounds": args.rounds, "seed": args.seed, "initial": initial.to_json_dict(),
+        "evaluations": args.evaluations, "rounds": args.rounds, "seed": args.seed, "seeds": seeds,
+        "upstream_hops": args.upstream_hops, "max_sessions": args.max_sessions, "initial": initial.to_json_dict(),
     }
-    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
-        if method in results:
-            continue
-        print(f"== {method}", file=sys.stderr)
-        started = time.perf_counter()
-        train_obj, eval_obj = objective(train), objective(held_out)
-        try:
-            row = RUNNERS[method](args, initial, train_obj, eval_obj, work)
-        finally:
-            train_obj.close()
-            eval_obj.close()
-        row.update(wall_seconds=time.perf_counter() - started,
-                   builds={"train": train_obj.builds, "held_out": eval_obj.builds},
-                   n_questions={"train": len(train_obj.questions), "held_out": len(eval_obj.questions)})
-        results[method] = row
-        from membase.utils.io import atomic_write_json
+    from membase.utils.io import atomic_write_json
 
-        atomic_write_json(output, {"meta": meta, "rows": results})
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        for seed in seeds if method in SEEDED else [None]:
+            name = method if seed is None or not args.seeds else f"{method}@seed{seed}"
+            if name in results:
+                continue
+            print(f"== {name}", file=sys.stderr)
+            started = time.perf_counter()
+            train_obj, eval_obj = objective(train), objective(held_out)
+            run_args = argparse.Namespace(**{**vars(args), "seed": seed if seed is not None else args.seed})
+            folder = work if seed is None or not args.seeds else work / f"seed{seed}"
+            try:
+                row = RUNNERS[method](run_args, initial, train_obj, eval_obj, folder)
+            finally:
+                train_obj.close()
+                eval_obj.close()
+            row.update(wall_seconds=time.perf_counter() - started,
+                       builds={"train": train_obj.builds, "held_out": eval_obj.builds},
+                       n_questions={"train": len(train_obj.questions), "held_out": len(eval_obj.questions)})
+            results[name] = row
+            atomic_write_json(output, {"meta": meta, "rows": results, "over_seeds": over_seeds(results)})
     print(format_table(results, meta))
+    print(format_over_seeds(over_seeds(results)))
     print(f"-> {output}")
     return 0
 
@@ -165,7 +183,8 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
         shutil.rmtree(folder)
     settings = ParameterSearchSettings(budget=args.budget, trials_per_round=trials, guided=guided,
                                        default_top_k=args.top_k, seed=args.seed, show_progress=args.progress,
-                                       max_attributed_cases=args.max_attributed_cases)
+                                       max_attributed_cases=args.max_attributed_cases,
+                                       upstream_hops=args.upstream_hops)
     runner = None
     if guided:
         from toolkits.runner import MemTraceConfig, MemTraceRunner
@@ -243,6 +262,40 @@ def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path)
 
 
 RUNNERS = {"default": run_default, "guided": run_guided, "unguided": run_unguided, "grid": run_grid}
+SEEDED = ("guided", "unguided")
+"""Rows whose result depends on the seed (the others are deterministic)."""
+
+
+def over_seeds(rows: dict[str, Any]) -> dict[str, Any]:
+    """Mean and sd over ``<method>@seed<s>`` rows: held-out micro/macro, train micro, builds."""
+    from toolkits.optimization.statistics import mean_sd
+
+    out: dict[str, Any] = {}
+    for method in SEEDED:
+        runs = [r for name, r in sorted(rows.items()) if name.startswith(f"{method}@seed")]
+        if not runs:
+            continue
+        out[method] = {
+            "held_out_micro": mean_sd([r["held_out"]["micro"] for r in runs]),
+            "held_out_macro": mean_sd([r["held_out"]["macro"] for r in runs]),
+            "train_micro": mean_sd([r["train_micro"] for r in runs]),
+            "evaluations": mean_sd([r["evaluations"] for r in runs]),
+            "builds": mean_sd([r["builds"]["train"] + r["builds"]["held_out"] for r in runs]),
+            "searched": sorted({p for r in runs for p in r["searched"]}),
+        }
+    return out
+
+
+def format_over_seeds(summary: dict[str, Any]) -> str:
+    def ms(stats: dict[str, Any], digits: int = 4) -> str:
+        return f"{stats['mean']:.{digits}f} ± {stats['sd']:.{digits}f}"
+
+    lines = []
+    for method, s in summary.items():
+        lines.append(f"{method} over {s['held_out_micro']['n']} seeds: held-out micro {ms(s['held_out_micro'])}, macro "
+                     f"{ms(s['held_out_macro'])}, train micro {ms(s['train_micro'])}, builds {ms(s['builds'], 1)}, "
+                     f"searched {','.join(s['searched'])}")
+    return "\n".join(lines)
 
 
 def _params(bundle: Any) -> dict[str, Any]:

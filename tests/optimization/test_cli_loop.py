@@ -129,8 +129,8 @@ def test_final_evaluation_pairs_questions_and_reports_intervals(full_run):
     assert report["num_questions"] == len(report["questions"]) == 3
     for name in ("f1", "bleu", "llm_judge"):
         m = report["metrics"][name]
-        assert set(m) == {"before", "after", "difference", "ci95_difference", "ci95_difference_by_question",
-                          "num_conversations"}
+        assert set(m) == {"before", "after", "difference", "relative_difference", "ci95_difference",
+                          "ci95_difference_by_question", "num_conversations"}
         assert m["num_conversations"] == 1
         assert m["difference"] == pytest.approx(m["after"] - m["before"])
     assert report["outcome_counts"] == {"fixed": 0, "broken": 0, "still_correct": 0, "still_wrong": 3}

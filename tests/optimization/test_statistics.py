@@ -24,6 +24,7 @@ def test_one_conversation_gives_no_spread_while_the_question_bootstrap_claims_on
     after = [_output(str(i), "conv-a", 1.0 if i < 5 else 0.0) for i in range(10)]
     m = compare_runs(before, after, ["m"], bootstrap_samples=200, seed=1)["metrics"]["m"]
     assert m["difference"] == pytest.approx(0.5)
+    assert m["relative_difference"] is None  # from 0 there is no relative gain
     assert m["ci95_difference"] == pytest.approx([0.5, 0.5])  # resampling the one conversation: no spread
     low, high = m["ci95_difference_by_question"]
     assert low < 0.5 < high  # resampling questions pretends ten independent draws
@@ -95,3 +96,10 @@ def test_bad_seeds_are_one_error_line(tmp_path, capsys, text):
     err = capsys.readouterr().err
     assert err.startswith("error: --seeds") and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_relative_gain_is_the_difference_over_the_starting_score():
+    before = [_output(str(i), "conv-a", 1.0 if i < 4 else 0.0) for i in range(10)]
+    after = [_output(str(i), "conv-a", 1.0 if i < 5 else 0.0) for i in range(10)]
+    m = compare_runs(before, after, ["m"], bootstrap_samples=0)["metrics"]["m"]
+    assert m["difference"] == pytest.approx(0.1) and m["relative_difference"] == pytest.approx(0.25)

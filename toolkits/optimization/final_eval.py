@@ -88,6 +88,8 @@ def compare_runs(
             "before": sum(b) / n,
             "after": sum(a) / n,
             "difference": sum(diffs) / n,
+            # absolute points above; relative to the starting score here (papers report either)
+            "relative_difference": (sum(diffs) / sum(b)) if sum(b) else None,
             "ci95_difference": list(interval) if interval is not None else None,
             "ci95_difference_by_question": list(by_question) if by_question is not None else None,
             "num_conversations": len(by_conversation),
