@@ -60,7 +60,8 @@ def test_the_funnel_shows_four_systems_as_groups_of_shares(four_systems):
     for trace, (name, block) in zip(funnel.data, systems.items(), strict=True):
         assert trace.name == f"{name} ({block['cases']})"
         assert trace.y[0] == 1.0 and list(trace.y) == sorted(trace.y, reverse=True)
-        assert [int(t) for t in trace.text] == [block["cases"], *(block["carried_after"][s] for s in block["stages"][:-1])]
+        shown = [s for s in block["stages"][:-1] if any(b["lost_at"][s] for b in systems.values())]
+        assert [int(t) for t in trace.text] == [block["cases"], *(block["carried_after"][s] for s in shown)]
     assert len({t.marker.color for t in funnel.data}) == 4
 
 
@@ -69,6 +70,19 @@ def _single_system_output(outputs_dir: Path, tmp_path: Path, op_names_from: str)
     path = tmp_path / op_names_from
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def test_funnel_stages_where_nothing_was_lost_are_left_out(four_systems):
+    analysis, charts = four_systems
+    lost = analysis.statistics["loss_funnel"]["overall"]["lost_at"]
+    assert lost["store"] == 0  # the committed benchmark loses nothing between the updates and the store
+    ticks = list(charts["loss_funnel"].figure.data[0].x)
+    assert len(ticks) == 1 + sum(1 for s in ("extraction", "update/deletion", "retrieval") if lost[s])
+    assert not any("store" in t for t in ticks)
+    overall = analysis.statistics["loss_funnel"]["overall"]
+    shown = [s for s in ("extraction", "update/deletion", "store", "retrieval") if lost[s]]
+    totals = [overall["cases"], *(overall["carried_after"][s] for s in shown)]
+    assert totals == sorted(set(totals), reverse=True)  # over all systems, no bar repeats the one before
 
 
 def test_no_chart_is_a_single_bar(outputs_dir, tmp_path: Path):

@@ -179,10 +179,14 @@ def _funnel_chart(funnel: dict[str, Any]) -> Chart | None:
         return None
     systems = {name: f for name, f in funnel["by_memory_system"].items() if f["cases"]}
     series = systems if len(systems) > 1 else {"all cases": overall}
-    labels = ["failed cases", *(_FUNNEL_TICKS[s] for s in FUNNEL_STAGES[:-1])]
+    # a stage where no series lost a case would repeat the bar before it: left out
+    stages = [s for s in FUNNEL_STAGES[:-1] if any(f["lost_at"][s] for f in series.values())]
+    if not stages:  # everything was lost at the answer: one bar, the table says it
+        return None
+    labels = ["failed cases", *(_FUNNEL_TICKS[s] for s in stages)]
     fig = go.Figure()
     for i, (name, f) in enumerate(series.items()):
-        values = [f["cases"], *(f["carried_after"][s] for s in FUNNEL_STAGES[:-1])]
+        values = [f["cases"], *(f["carried_after"][s] for s in stages)]
         shares = [v / f["cases"] for v in values]
         fig.add_bar(name=f"{name} ({f['cases']})", x=labels, y=shares, marker_color=SERIES_COLORS[i % len(SERIES_COLORS)],
                     text=[f"{v}" for v in values], textposition="outside",
@@ -198,7 +202,8 @@ def _funnel_chart(funnel: dict[str, Any]) -> Chart | None:
     return Chart(slug="loss_funnel", title=title, figure=fig,
                  caption=f"Share (bar) and number (label) of each memory system's failed cases that still carried the "
                          f"information needed for the answer after each pipeline stage; the drop from one bar to the "
-                         f"next is the loss at that stage ({how}).")
+                         f"next is the loss at that stage, the last bar the cases lost at the answer; stages where no "
+                         f"case was lost are left out ({how}).")
 
 
 def _decision_chart(rows: list[dict[str, Any]]) -> Chart | None:
