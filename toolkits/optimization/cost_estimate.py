@@ -202,6 +202,10 @@ def estimate_cost(args: argparse.Namespace, run: Callable[..., int]) -> int:
     from toolkits.strategies import available_strategies, get_strategy
 
     root = Path(args.optimization_dir)
+    if getattr(args, "optimizer", "textgrad") == "gepa":
+        print("error: --estimate-cost counts the three-stage optimizer's calls; it does not support --optimizer gepa "
+              "yet", file=sys.stderr)
+        return 2
     try:
         config = read_json_file(args.config_path, "--config-path")
         offline = offline_layer_config(config)
