@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
         parser.error(f"--max-retries must be >= 0, got {args.max_retries}")
     if args.examples_per_op < 0:
         parser.error(f"--examples-per-op must be >= 0, got {args.examples_per_op}")
+    if not args.viewer_url.startswith(("http://", "https://")):
+        parser.error(f"--viewer-url must start with http:// or https://, got {args.viewer_url!r}")
     if args.studio_url:
         warnings.warn("--studio-url is accepted for compatibility but Studio forwarding is not implemented", stacklevel=1)
     try:

@@ -258,3 +258,34 @@ def test_a_graph_with_an_edge_to_a_missing_node_makes_its_cases_unrenderable_and
     assert unrenderable and all(u["graph_path"] == str(broken) for u in unrenderable)
     assert all("refers to missing node 'message:str:never-recorded@1'" in u["reason"] for u in unrenderable)
     assert report["llm"]["cases_sent"] == report["statistics"]["attributed"] - len(unrenderable)
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--examples-per-op", "-1"], "--examples-per-op must be >= 0, got -1"),
+        (["--viewer-url", "localhost:8501"], "--viewer-url must start with http:// or https://"),
+    ],
+    ids=["negative-examples", "viewer-url-without-scheme"],
+)
+def test_bad_report_flags_are_usage_errors(tmp_path, capsys, rag_output, flags, fragment):
+    with pytest.raises(SystemExit) as stop:
+        generate_report.main(["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm", *flags])
+    assert stop.value.code == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_an_unwritable_otel_file_is_one_line_and_exit_2(tmp_path, capsys, rag_output):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    _one_error(capsys, ["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm", "--no-png",
+                        "--otel-jsonl", str(blocker / "spans.jsonl")], "cannot write --otel-jsonl")
+    assert not (tmp_path / "r" / "error_analysis_report.json").exists()
+
+
+def test_zero_examples_per_op_leaves_the_examples_out(tmp_path, rag_output):
+    folder = tmp_path / "r"
+    assert generate_report.main(["--data-path", str(rag_output), "--save-folder", str(folder), "--no-llm", "--no-png",
+                                 "--examples-per-op", "0"]) == 0
+    markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
+    assert "## Most-blamed operations" in markdown and "Example cases per blamed operation" not in markdown

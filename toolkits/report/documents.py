@@ -153,6 +153,16 @@ def _examples_table(row: dict[str, Any]) -> Table:
     )
 
 
+def _examples_section(rows: list[dict[str, Any]]) -> Section:
+    return Section(
+        title="Example cases per blamed operation",
+        slug="examples",
+        paragraphs=["Each case links to the annotation viewer (`python -m annotation_interface --data <folder>`; "
+                    "the link names the folder, the graph and the case)."],
+        tables=[_examples_table(row) for row in rows if row.get("examples")],
+    )
+
+
 def _prompt_target_table(targets: list[dict[str, Any]]) -> Table:
     return Table(
         header=["prompt target", "blamed cases", "operations", "error types", "rescued by replay"],
@@ -338,15 +348,8 @@ def build_sections(content: ReportContent) -> list[Section]:
             charts=["blamed_operations", "blamed_categories", "decision_events"],
         )
     )
-    sections.append(
-        Section(
-            title="Example cases per blamed operation",
-            slug="examples",
-            paragraphs=["Each case links to the annotation viewer (`python -m annotation_interface --data <folder>`; "
-                        "the link names the folder, the graph and the case)."],
-            tables=[_examples_table(row) for row in blamed["by_name"] if row.get("examples")],
-        )
-    )
+    if any(row.get("examples") for row in blamed["by_name"]):
+        sections.append(_examples_section(blamed["by_name"]))
     if stats.get("prompt_targets"):
         sections.append(
             Section(

@@ -238,6 +238,12 @@ class _JsonLinesExporter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lines: list[str] = []
+        self._closed = False
+        # fail before any span is made (and before the report is written) when the file cannot be
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
 
     def export(self, spans: Sequence[Any]) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -246,7 +252,9 @@ class _JsonLinesExporter:
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._closed:
+            return
+        self._closed = True
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -267,7 +275,7 @@ def _provider(jsonl_path: str | Path | None, endpoint: str | None) -> tuple[Any,
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     except ImportError:
         raise OtelUnavailable(f"the OpenTelemetry export needs opentelemetry-sdk ({INSTALL_HINT})") from None
-    provider = TracerProvider(resource=Resource.create({"service.name": "memtrace"}))
+    provider = TracerProvider(resource=Resource.create({"service.name": "memtrace"}), shutdown_on_exit=False)
     exporters: list[Any] = []
     if jsonl_path:
         exporter = _JsonLinesExporter(jsonl_path)
