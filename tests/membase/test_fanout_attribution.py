@@ -1,0 +1,68 @@
+"""`run_error_attribution.py --workers 2`: cases attributed in worker processes give the local output;
+a task whose worker dies fails only its cases; cached cases never leave the caller."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import run_error_attribution
+from membase.cli import main as membase_main
+from membase.runners._executors import TaskCrash
+from tests.membase._fanout_data import write_dataset
+
+ATTRIBUTION = ["--exploration-strategy", "evidence_flow", "--retrieval-type", "sparse", "--batch-size", "2",
+               "--no-progress", "--bootstrap-samples", "0"]
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("attribution-fanout")
+    (root / "lc.json").write_text(json.dumps({"layer_type": "Long-Context", "context_window": 4000}))
+    data = write_dataset(root / "synthetic.json", 2)
+    assert membase_main(["run", "--layer-config", str(root / "lc.json"), "--dataset", str(data), "--dataset-type",
+                         "LoCoMo", "--output-dir", str(root / "run"), "--quiet", "--qa-model", "fake:I do not know",
+                         "--judge-model", 'fake:{"label": "WRONG"}', "--metrics", "f1,llm_judge"]) == 0
+    return root / "run"
+
+
+def _records(path):
+    return [{k: v for k, v in r.items() if k not in ("attribution_seconds", "attribution_cached")}
+            for r in json.loads(path.read_text())["results"]]
+
+
+def test_worker_processes_attribute_like_one_process(run_folder, tmp_path, monkeypatch):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert run_error_attribution.main([str(run_folder), "--output-path", str(one), *ATTRIBUTION]) == 0
+    cache = tmp_path / "cache"
+    argv = [str(run_folder), "--output-path", str(two), *ATTRIBUTION, "--workers", "2", "--cache-dir", str(cache)]
+    assert run_error_attribution.main(argv) == 0
+    assert _records(two) == _records(one)
+    assert len(_records(one)) == 4 and all(r["attribution_failure"] is None for r in _records(one))
+
+    import toolkits._fanout as fanout
+
+    def nothing_may_leave(task, payloads, plan):
+        assert payloads == []  # every case was found in the cache by the caller
+        yield from ()
+
+    monkeypatch.setattr(fanout, "fan_out", nothing_may_leave)
+    assert run_error_attribution.main([*argv[:2], str(tmp_path / "again.json"), *argv[3:]]) == 0
+    assert json.loads((tmp_path / "again.json").read_text())["metrics"]["cost_totals"]["cached_cases"] == 4
+
+
+def test_a_task_whose_worker_died_fails_its_cases_and_the_rest_finish(run_folder, tmp_path, monkeypatch):
+    import toolkits._fanout as fanout
+
+    real = fanout.fan_out
+
+    def first_task_lost(task, payloads, plan):
+        for index, outcome in real(task, payloads, plan):
+            yield index, TaskCrash(error="the worker process running this task died") if index == 0 else outcome
+
+    monkeypatch.setattr(fanout, "fan_out", first_task_lost)
+    out = tmp_path / "out.json"
+    assert run_error_attribution.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--workers", "2"]) == 0
+    failures = [r["attribution_failure"] for r in json.loads(out.read_text())["results"]]
+    assert failures == ["the worker process running this task died"] * 2 + [None, None]
