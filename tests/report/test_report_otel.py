@@ -101,3 +101,40 @@ def test_cli_writes_the_spans_as_json_lines(outputs_dir: Path, tmp_path: Path, c
     spans = [json.loads(line) for line in lines]
     assert sum(1 for s in spans if s["parent_id"] is None) >= 1
     assert any(e["name"] == "memtrace.attribution" for s in spans for e in s["events"])
+
+
+def test_the_spans_reach_an_otlp_http_collector(outputs_dir: Path, tmp_path: Path):
+    """A stand-in collector on 127.0.0.1 receives the protobuf export that Phoenix or Langfuse would."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="needs opentelemetry-exporter-otlp-proto-http")
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received: list[ExportTraceServiceRequest] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(ExportTraceServiceRequest.FromString(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+        code = generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r"),
+                                     "--no-llm", "--no-png", "--otel-endpoint", url])
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert code == 0
+    spans = [s for request in received for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    names = {s.name for s in spans}
+    assert any(n.startswith("memory_run ") for n in names) and any(n.startswith("search_memory ") for n in names)
+    assert any(e.name == "memtrace.attribution" for s in spans for e in s.events)
