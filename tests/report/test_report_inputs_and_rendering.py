@@ -128,6 +128,23 @@ def test_cases_render_with_their_operation_subgraph_and_evidence(outputs_dir: Pa
     assert (evidence_value if isinstance(evidence_value, str) else json.dumps(evidence_value, indent=2,
             ensure_ascii=False)) in first.text
     assert "does not exist in the execution graph" in rendered[-1].text
+    assert "Evidence-flow trail" not in first.text  # these records carry no trail
+
+
+def test_a_case_with_a_trail_shows_it_in_one_line(outputs_dir: Path, tmp_path: Path):
+    data = json.loads((outputs_dir / "rag.json").read_text(encoding="utf-8"))
+    record = next(r for r in data["results"] if not r["attribution_failure"])
+    record["evidence_flow"] = {"status": "attributed", "trail": [
+        {"stage": "evidence", "present": True, "op_name": None},
+        {"stage": "construction", "present": True, "op_name": "memory_system.add"},
+        {"stage": "construction", "present": True, "op_name": "memory_system.add"},
+        {"stage": "store", "present": True, "op_name": None},
+        {"stage": "retrieval", "present": False, "op_name": "memory_system.retrieve"}]}
+    path = tmp_path / "rag.json"
+    path.write_text(json.dumps({**data, "results": [record]}), encoding="utf-8")
+    [case], _ = render_cases(load_attribution_inputs([path]).records, GraphStore(), max_op_xml_tokens=1000)
+    assert ("Evidence-flow trail (+ still present, - lost): evidence+ → construction+ memory_system.add → store+ "
+            "→ retrieval- memory_system.retrieve\n") in case.text
 
 
 def test_op_xml_keeps_its_last_tokens(outputs_dir: Path):

@@ -1,6 +1,7 @@
 """Case rendering for the report model: one text chunk per attributed case (spec §8.1).
 
-Each chunk shows the attribution (type, op id, reason), the question, golden answer and wrong
+Each chunk shows the attribution (type, op id, reason, the ``evidence_flow`` trail in one line when
+the record has one), the question, golden answer and wrong
 prediction, the source-evidence texts found in the graph, and the XML of the attributed
 operation's subgraph. The XML is bounded to ``max_op_xml_tokens`` tokens (tiktoken
 ``o200k_base``, or four UTF-8 bytes per token when the encoding cannot be loaded offline) by
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .funnel import find_trail, trail_summary
 from .graphs import GraphStore
 from .inputs import ReportRecord
 
@@ -122,11 +124,13 @@ def render_case(record: ReportRecord, graph: Any, *, max_op_xml_tokens: int) -> 
         evidence_block = "\n\n".join(f"Source Evidence {i}:\n{text}" for i, text in enumerate(evidence, start=1))
     else:
         evidence_block = "(No source evidence was found for this case.)"
+    trail = trail_summary(find_trail(record.raw), limit=12)
     text = "\n".join(
         [
             f"Error type: {record.error_type}",
             f"Attributed operation id: {op_id or '(none)'}",
             f"Error reason: {record.reason}",
+            *([f"Evidence-flow trail (+ still present, - lost): {trail}"] if trail else []),
             "",
             f"Question:\n{record.query}",
             f"Golden answer:\n{record.golden_answer}",
