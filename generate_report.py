@@ -11,7 +11,9 @@ and several of them at once. The save folder receives ``error_analysis_report.js
 (``{"report": …}`` plus the statistics), ``error_analysis_report.md``, a self-contained
 ``error_analysis_report.html`` with the charts, PNG copies in ``charts/`` where a static exporter
 is available, and every intermediate report version in ``report_versions/``; a rerun of the same
-command resumes after the last finished batch.
+command resumes after the last finished batch. Each blamed operation comes with example cases and
+their viewer deep links (``--examples-per-op``, ``--viewer-url``); ``--otel-jsonl`` /
+``--otel-endpoint`` also export the runs and attributions as OpenTelemetry spans (docs/reports.md).
 
 Exit codes: 0 written; 1 the LLM report stopped at a failing batch (the last good version and the
 statistics are written) or no case could be sent to the model; 2 bad arguments, input or
