@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     add_fan_out_arguments(p)
+    from toolkits.replay_verify import add_replay_arguments
+
+    add_replay_arguments(p)
     return p
 
 
@@ -565,6 +568,13 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
         first = exc.errors()[0]
         raise _UsageError(f"invalid settings: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
     plan = _fan_out_plan(args)
+    from toolkits.replay_verify import check_replay_arguments
+
+    problem = check_replay_arguments(args)
+    if problem is not None:
+        raise _UsageError(problem)
+    if args.from_output:
+        return _verify_only(args)
     graphs, cases, extra_metrics = _load(args, parser)
     try:
         graphs, cases = _sample(graphs, cases, args.sample_size, args.seed)
@@ -688,6 +698,10 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     if problem is not None:
         print(f"error: {problem}; the finished cases are kept in {journal.path}: rerun to write it", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    if args.verify == "replay":  # the journal stays until the verified output is written
+        code = _verify(args, output_json, output, write)
+        if code != EXIT_OK:
+            return code
     journal.remove()
     m = output_json["metrics"]
     non_memory = ", ".join(f"{k}={n}" for k, n in (m.get("non_memory_errors") or {}).items() if n)
@@ -703,6 +717,46 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
             f"joint={m['joint_accuracy']:.4f} -> {args.output_path}"
         )
     return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, output_json: dict[str, Any], output: Path, write: Callable[..., Any]) -> int:
+    """Replay every attributed case with its blamed op repaired; the output gains the verdicts."""
+    from toolkits.replay_verify import replay_line, verify_output
+
+    progress = (lambda line: print(line, file=sys.stderr)) if args.progress else None
+    try:
+        verify_output(args, output_json, output.with_name(output.name + ".replay.jsonl"), progress)
+    except KeyboardInterrupt:
+        print(f"interrupted: the attribution is in {args.output_path}; finished replays are kept beside it — "
+              "rerun the same command to replay the rest", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    problem = write(output_json)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    print(replay_line(output_json["metrics"]["replay"]))
+    return EXIT_OK
+
+
+def _verify_only(args: argparse.Namespace) -> int:
+    """`--verify replay --from OUTPUT.json`: verify an existing output, attribute nothing."""
+    from toolkits._case_cache import atomic_write_json
+    from toolkits.replay_verify import read_output
+
+    try:
+        output_json = read_output(args.from_output)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    output = Path(args.output_path)
+
+    def write(payload: dict[str, Any]) -> str | None:
+        try:
+            atomic_write_json(output, payload)
+        except OSError as exc:
+            return f"cannot write {args.output_path}: {exc}"
+        return None
+
+    return _verify(args, output_json, output, write)
 
 
 def cli() -> None:

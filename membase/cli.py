@@ -12,7 +12,6 @@ unreachable model endpoint (one-line message on stderr), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import sys
@@ -85,6 +84,8 @@ def _dataset(args: argparse.Namespace) -> Any:
                           f"of {args.dataset!r} ({len(full.trajectories)} trajectories)")
     if args.sample_size is not None:
         dataset = dataset.sample(size=args.sample_size, seed=args.seed)
+    if args.max_messages is not None:
+        dataset = dataset.first_messages(args.max_messages)
     args._loaded_dataset = dataset
     return dataset
 
@@ -102,21 +103,20 @@ def _refuse_online(args: argparse.Namespace, stage: str) -> None:
 
 
 def _chat_model(spec: str, args: argparse.Namespace) -> Any:
-    """`fake:<reply>` gives a fixed-reply fake model; anything else is an endpoint model name."""
-    if spec.startswith("fake:"):
-        from membase.clients.fake import FunctionChatModel
+    """A model by its spec (`fake:<reply>`, `py:<module>:<factory>` or an endpoint model name)."""
+    from membase.clients.specs import resolve_chat_model
 
-        reply = spec.split(":", 1)[1]
-        return FunctionChatModel(functools.partial(_fixed_reply, reply), model=spec)  # picklable for --workers
-    from membase.clients import ChatClient, CredentialPool
-
-    pool = CredentialPool.resolve(api_config_path=args.api_config)
-    return ChatClient(spec, credentials=pool, timeout=args.timeout, max_retries=args.max_retries,
-                      cache_dir=args.cache_dir)
+    return resolve_chat_model(spec, api_config=args.api_config, cache_dir=_call_cache(args), timeout=args.timeout,
+                              max_retries=args.max_retries)
 
 
-def _fixed_reply(reply: str, _messages: Any, **_kw: Any) -> str:
-    return reply
+def _call_cache(args: argparse.Namespace) -> str | None:
+    """`--cache-dir`, else `<output-dir>/call_cache` (what makes the run cheap to replay), unless `--no-call-cache`."""
+    from membase.replay.manifest import CACHE_FOLDER
+
+    if getattr(args, "no_call_cache", False):
+        return None
+    return args.cache_dir or str(Path(args.output_dir) / CACHE_FOLDER)
 
 
 def _fan_out(args: argparse.Namespace) -> Any:
@@ -240,7 +240,47 @@ def _run_online(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     if _is_online(args):
         return _run_online(args)
-    return {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
+    summary = {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
+    _write_replay_manifest(args)
+    return summary
+
+
+def _write_replay_manifest(args: argparse.Namespace) -> None:
+    """What `run_error_attribution.py --verify replay` and `python -m membase replay` need to run this again."""
+    from membase.replay.manifest import RunManifest, write_manifest
+
+    layer_type, memory_config = _load_layer_config(args.layer_config)
+    out = Path(args.output_dir)
+    results = Path(_search_runner(args).results_path)
+    results = results.with_name(f"{results.stem}_evaluation.json")
+    cache = _call_cache(args)
+    write_manifest(out, RunManifest(
+        layer_type=layer_type, memory_config=memory_config, dataset=str(Path(args.dataset).resolve()),
+        dataset_type=args.dataset_type, start_idx=args.start_idx, end_idx=args.end_idx,
+        sample_size=args.sample_size, seed=args.seed, max_messages=args.max_messages, top_k=args.top_k,
+        skip_question_types=list(args.skip_question_types), qa_model=args.qa_model, judge_model=args.judge_model,
+        metrics=args.metrics.split(",") if args.metrics else ["f1", "bleu", "llm_judge"],
+        api_config=str(Path(args.api_config).resolve()) if args.api_config else None,
+        timeout=args.timeout, max_retries=args.max_retries,
+        cache_dir=None if cache is None else _relative_to(Path(cache), out),
+        results_file=_relative_to(results, out),
+    ))
+
+
+def _relative_to(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def _replay(args: argparse.Namespace) -> dict[str, Any]:
+    """`replay RUN --check`: run the whole run again with no repair; every answer and verdict must repeat."""
+    from membase.replay import RunReplayer
+
+    replayer = RunReplayer(args.run_dir, allow_new_calls=not args.offline)
+    report = replayer.check(progress=None if args.quiet else lambda line: print(line, file=sys.stderr))
+    return {"replay_check": report}
 
 
 def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None:
@@ -254,6 +294,8 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
     p.add_argument("--end-idx", type=int, default=None, help="end of the slice (exclusive)")
     p.add_argument("--sample-size", type=int, default=None, help="sample this many trajectories of the slice")
     p.add_argument("--seed", type=int, default=42, help="seed of --sample-size")
+    p.add_argument("--max-messages", type=_positive_int, default=None,
+                   help="cut each trajectory to its first N messages (questions whose evidence lies beyond are dropped)")
     p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
     p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -301,7 +343,10 @@ def _add_evaluate(p: argparse.ArgumentParser, *, standalone: bool) -> None:
     p.add_argument("--qa-model", default="gpt-4.1-mini", help="model name, or fake:<fixed reply>")
     p.add_argument("--judge-model", default="gpt-4.1-mini", help="model name, or fake:<fixed reply>")
     p.add_argument("--api-config", default=None, help='api_config.json {"api_keys": [...], "base_urls": [...]}')
-    p.add_argument("--cache-dir", default=None, help="replay identical model calls from this folder")
+    p.add_argument("--cache-dir", default=None,
+                   help="replay identical model calls from this folder (default: <output-dir>/call_cache)")
+    p.add_argument("--no-call-cache", action="store_true",
+                   help="keep no call cache (a later replay then pays for every call again)")
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--max-retries", type=int, default=3)
     p.add_argument("--qa-batch-size", type=int, default=4)
@@ -330,11 +375,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search(p)
     _add_evaluate(p, standalone=False)
     p.set_defaults(search_results=None)
+    p = sub.add_parser("replay", help="run a run folder again (--check: with no repair every answer must repeat)",
+                       description="Re-execute a run of `python -m membase run` from its replay_manifest.json "
+                       "through the same runners; calls whose request is unchanged come from the run's call cache. "
+                       "Exit 1 when --check finds an answer or verdict that does not repeat.")
+    p.add_argument("run_dir", help="the --output-dir of a `python -m membase run`")
+    p.add_argument("--check", action="store_true", required=True,
+                   help="replay with no repair and compare every prediction and judge label with the run's")
+    p.add_argument("--offline", action="store_true",
+                   help="make no model request: a call missing from the cache fails its trajectory")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
 
 
 def _check_slice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Reject a slice that selects nothing or counts from the end (exits 2 with a usage message)."""
+    if args.command == "replay":
+        return
     start, end = args.start_idx, args.end_idx
     for flag, value in (("--start-idx", start), ("--end-idx", end)):
         if value is not None and value < 0:
@@ -345,7 +402,7 @@ def _check_slice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(f"--sample-size must be >= 1, got {args.sample_size}")
 
 
-_COMMANDS = {"construct": _construct, "search": _search, "evaluate": _evaluate, "run": _run}
+_COMMANDS = {"construct": _construct, "search": _search, "evaluate": _evaluate, "run": _run, "replay": _replay}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -364,10 +421,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted; files written so far are complete", file=sys.stderr)
         return 130
     print(json.dumps(_brief(summary), indent=2))
+    if "replay_check" in summary and not summary["replay_check"]["reproduced"]:
+        return 1
     return 0
 
 
 def _brief(summary: dict[str, Any]) -> dict[str, Any]:
+    if "replay_check" in summary:
+        return summary
     if "stage" not in summary:
         return {k: _brief(v) for k, v in summary.items()}
     brief = {

@@ -239,6 +239,7 @@ def run_traced(
     evaluation_options: dict[str, Any] | None = None,
     work_dir: str | Path | None = None,
     on_recorder: Callable[[CallRecorder], None] | None = None,
+    stages: Sequence[str] = ("construction", "search", "evaluation"),
 ) -> TracedRun:
     """Run ``layer`` over ``trajectory`` and answer ``qas`` with membase's three runners.
 
@@ -255,6 +256,8 @@ def run_traced(
             the answers then come in a fixed order).
         work_dir: folder for the runners' reports and graphs (default: a temporary folder).
         on_recorder: called with the installed recorder (lets a caller see the calls as they happen).
+        stages: ``("search", "evaluation")`` skips construction: ``layer`` is already built and
+            ``<work_dir>/traces/<trajectory>/graph_construction.json`` holds its construction graph.
 
     Raises:
         RunFailed: a runner stage failed.
@@ -280,9 +283,10 @@ def run_traced(
         try:
             hooks.on_start(layer)
             with live_layer(layer):
-                _check(ConstructionRunner(ConstructionRunnerConfig(
-                    layer_type=layer.layer_type, save_dir=save_dir, traced_data_save_dir=traced,
-                    show_progress=False, rerun=True)).run(dataset), "construction")
+                if "construction" in stages:
+                    _check(ConstructionRunner(ConstructionRunnerConfig(
+                        layer_type=layer.layer_type, save_dir=save_dir, traced_data_save_dir=traced,
+                        show_progress=False, rerun=True)).run(dataset), "construction")
                 _check(SearchRunner(SearchRunnerConfig(
                     layer_type=layer.layer_type, save_dir=save_dir, traced_data_save_dir=traced, top_k=top_k,
                     show_progress=False)).run(dataset), "search")

@@ -186,6 +186,24 @@ class MemoryDataset(BaseModel):
             issues=list(self.issues),
         )
 
+    def first_messages(self, count: int) -> MemoryDataset:
+        """Each trajectory cut to its first ``count`` messages, keeping the questions whose evidence
+        (``metadata["evidence"]`` message ids) all lies inside the cut; questions without evidence go."""
+        trajectories, qa_lists = [], []
+        for traj, qas in zip(self.trajectories, self.qa_pair_lists, strict=True):
+            sessions, kept = [], 0
+            for session in traj.sessions:
+                messages = session.messages[: max(count - kept, 0)]
+                kept += len(messages)
+                if messages:
+                    sessions.append(session.model_copy(update={"messages": messages}))
+            inside = {m.id for s in sessions for m in s.messages}
+            inside |= {str(m.metadata.get("dia_id")) for s in sessions for m in s.messages if m.metadata.get("dia_id")}
+            trajectories.append(traj.model_copy(update={"sessions": sessions}))
+            qa_lists.append([q for q in qas if q.metadata.get("evidence")
+                             and all(str(e) in inside for e in q.metadata["evidence"])])
+        return MemoryDataset(name=self.name, trajectories=trajectories, qa_pair_lists=qa_lists, issues=list(self.issues))
+
     def sample(
         self,
         size: int | None = None,

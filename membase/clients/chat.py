@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from membase.clients import guard
 from membase.clients.cache import DiskCache, cache_key
 from membase.clients.credentials import Credential, CredentialPool
-from membase.clients.usage import Usage
+from membase.clients.usage import Usage, record_endpoint_call
 from membase.exceptions import ModelRequestError, ModelUnreachableError
 from membase.utils.tokens import count_tokens
 
@@ -155,6 +155,7 @@ class ChatClient:
         guard.check_allow_model_requests("chat")
         result = self._request_with_retries(messages, params)
         self.usage.record(result.input_tokens, result.output_tokens)
+        record_endpoint_call(result.input_tokens, result.output_tokens)
         if self.cache is not None:
             self.cache.put(key, {"text": result.text, "input_tokens": result.input_tokens,
                                  "output_tokens": result.output_tokens, "model": result.model})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["Usage"]
+__all__ = ["CallMeter", "Usage", "record_endpoint_call"]
 
 
 @dataclass
@@ -49,3 +49,43 @@ class Usage:
             "output_tokens": self.output_tokens,
             "total_tokens": self.total_tokens,
         }
+
+
+_ACTIVE_METERS: list[CallMeter] = []
+_METERS_LOCK = threading.Lock()
+
+
+@dataclass
+class CallMeter:
+    """Counts the calls that reached a model endpoint (cache hits and fake models excluded) while active.
+
+    A process-wide registry rather than a ContextVar: the runners call models from worker threads,
+    which do not inherit the caller's context. Use as ``with CallMeter() as meter: ...``.
+    """
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __enter__(self) -> CallMeter:
+        with _METERS_LOCK:
+            _ACTIVE_METERS.append(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with _METERS_LOCK:
+            _ACTIVE_METERS.remove(self)
+
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens of the metered calls."""
+        return self.input_tokens + self.output_tokens
+
+
+def record_endpoint_call(input_tokens: int, output_tokens: int) -> None:
+    """Tell every active :class:`CallMeter` that one request reached a model endpoint."""
+    with _METERS_LOCK:
+        for meter in _ACTIVE_METERS:
+            meter.calls += 1
+            meter.input_tokens += input_tokens
+            meter.output_tokens += output_tokens

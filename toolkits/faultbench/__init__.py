@@ -27,7 +27,7 @@ from toolkits.faultbench._build import BuildConfig, BuildReport, build_faultbenc
 from toolkits.faultbench._catalog import SPLITS, split_specs
 from toolkits.faultbench._corrupt import CORRUPTIONS, Corruptor, degrade
 from toolkits.faultbench._faults import ERROR_KINDS, ERROR_TYPE_OF, Fault, FaultSpec
-from toolkits.faultbench._models import ExtractiveReader, judge_answer
+from toolkits.faultbench._models import ExtractiveReader, judge_answer, reader_model, token_judge_model
 from toolkits.faultbench._pipeline import FaultInjector, PipelineRun, QARecord, run_pipeline
 from toolkits.faultbench._score import score_evidence_flow
 from toolkits.faultbench._targets import Target, find_targets
@@ -52,7 +52,9 @@ __all__ = [
     "degrade",
     "find_targets",
     "judge_answer",
+    "reader_model",
     "run_pipeline",
     "score_evidence_flow",
     "split_specs",
+    "token_judge_model",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 
 from toolkits.evidence_flow import DEFAULT_ANSWER_THRESHOLD, content_tokens, token_recall
 
-__all__ = ["ExtractiveReader", "Statement", "judge_answer", "parse_statements"]
+__all__ = ["ExtractiveReader", "Statement", "judge_answer", "parse_statements", "reader_model", "token_judge_model"]
 
 NO_ANSWER = "I don't know."
 _ATTRIBUTION = re.compile(
@@ -173,3 +173,27 @@ def split_judge_prompt(prompt: str) -> tuple[str, str, str]:
 def reply_text(messages: list[dict[str, Any]]) -> str:
     """The last message's text of a chat request."""
     return str(messages[-1].get("content", "")) if messages else ""
+
+
+def _read(messages: list[dict[str, Any]], **_kwargs: Any) -> str:
+    question, memories = split_qa_prompt(reply_text(messages))
+    return ExtractiveReader().answer(question, memories)
+
+
+def _grade(messages: list[dict[str, Any]], **_kwargs: Any) -> str:
+    _question, reference, prediction = split_judge_prompt(reply_text(messages))
+    return judge_answer([reference], prediction)[0]
+
+
+def reader_model() -> Any:
+    """The extractive reader as a chat model (``--qa-model py:toolkits.faultbench:reader_model``)."""
+    from membase.clients.fake import FunctionChatModel
+
+    return FunctionChatModel(_read, model="extractive-reader")
+
+
+def token_judge_model() -> Any:
+    """The token-recall judge as a chat model (``--judge-model py:toolkits.faultbench:token_judge_model``)."""
+    from membase.clients.fake import FunctionChatModel
+
+    return FunctionChatModel(_grade, model="token-judge")

@@ -1,0 +1,409 @@
+"""Repairs: interventions that make one op do its job, through the layer's own code path.
+
+A repair acts during exactly one layer call — the call that recorded the blamed op — and changes
+what that call returns or keeps, never what later calls do (downstream ops run for real):
+
+* ``extraction`` — the op's output also states the evidence, in the layer's own unit format (a
+  buffered line of Long-Context or NaiveRAG, a stored RAG document, a Mem0 fact or an ADD of it);
+* ``update`` — a unit keeps the version it had before the op (a trimmed Long-Context line stays,
+  a Mem0 UPDATE of a unit that held the information becomes NONE);
+* ``deletion`` — the unit is not deleted (a Mem0 DELETE becomes NONE);
+* ``retrieval`` — the unit that holds the information is among the op's results, in place of the
+  lowest-ranked result (the context budget is kept).
+
+"Holds the information" is :class:`Evidence.holds`: a text states one of the golden answers, or
+most of the words of one of the source-evidence messages. Response errors have no repair: the
+replayer answers the same context again and records whether the answer is stable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from membase.evaluation.metrics import normalize_answer
+from membase.interventions import CallKey, Intervention, patch_attr
+
+__all__ = ["REPAIR_STAGES", "Evidence", "Repair", "RepairUnsupported", "make_repair"]
+
+REPAIR_STAGES = ("extraction", "update", "deletion", "retrieval")
+EVIDENCE_RECALL = 0.7
+"""Share of an evidence message's words a text must keep to count as stating it."""
+
+
+class RepairUnsupported(ValueError):
+    """No repair of this stage exists for this layer or op (the reason is the message)."""
+
+
+def _words(text: str) -> set[str]:
+    return set(normalize_answer(text).split())
+
+
+@dataclass(kw_only=True)
+class Evidence:
+    """The information a failed question needed: its source messages and golden answers."""
+
+    messages: Sequence[Any]
+    """``membase.types.Message`` objects of the source evidence."""
+    answers: Sequence[str] = ()
+    _message_words: list[set[str]] = field(default_factory=list, init=False, repr=False)
+    _answer_words: list[set[str]] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._message_words = [w for w in (_words(m.content) for m in self.messages) if w]
+        self._answer_words = [w for w in (_words(a) for a in self.answers) if w]
+
+    def holds(self, text: str) -> bool:
+        """Whether ``text`` states a golden answer or most of one evidence message."""
+        words = _words(text)
+        if any(answer <= words for answer in self._answer_words):
+            return True
+        return any(len(m & words) >= EVIDENCE_RECALL * len(m) for m in self._message_words)
+
+    def rank(self, texts: Sequence[str]) -> int | None:
+        """Index of the text that holds the information best (None when none holds it)."""
+        best, best_score = None, -1.0
+        for i, text in enumerate(texts):
+            if not self.holds(text):
+                continue
+            words = _words(text)
+            score = max((len(m & words) / len(m) for m in self._message_words), default=0.0)
+            score += sum(1.0 for a in self._answer_words if a <= words)
+            if score > best_score:
+                best, best_score = i, score
+        return best
+
+
+class Repair(Intervention):
+    """Base of the repairs: one call, one stage, one piece of evidence; ``applied`` says whether it acted."""
+
+    def __init__(self, *, key: CallKey, stage: str, op_name: str, evidence: Evidence) -> None:
+        self.key = key
+        self.stage = stage
+        self.op_name = op_name
+        self.evidence = evidence
+        self.applied = False
+        self.note = ""
+
+    def acting(self) -> bool:
+        """True while the repaired call runs."""
+        return self.current_call == self.key
+
+    def done(self, note: str) -> None:
+        """Record that the repair changed the call's result."""
+        self.applied = True
+        self.note = self.note or note
+
+
+# -- buffer layers (Long-Context, NaiveRAG) ------------------------------------------------------------
+class _BufferRepair(Repair):
+    """Long-Context and NaiveRAG keep formatted message lines in a buffer (``_buffer_and_get_doc``)."""
+
+    formatter: Callable[[Any], str]
+
+    def _evidence_lines(self) -> list[str]:
+        return [self.formatter(m) for m in self.evidence.messages]
+
+    def _missing(self, layer: Any) -> list[str]:
+        kept = layer._buffer_separator.join(layer._buffer)
+        return [line for line in self._evidence_lines() if line not in kept]
+
+    @contextlib.contextmanager
+    def _stating_evidence(self, layer: Any) -> Iterator[None]:
+        """The line the call buffers also carries the evidence lines the buffer lacks."""
+        original = layer._buffer_and_get_doc
+
+        def feed(text: str | None = None) -> str | None:
+            missing = self._missing(layer) if text is not None else []
+            missing = [line for line in missing if line != text]
+            if missing:
+                self.done(f"the buffered line also states {len(missing)} evidence message(s)")
+                text = layer._buffer_separator.join([*missing, text])
+            return original(text)
+
+        with patch_attr(layer, "_buffer_and_get_doc", feed):
+            yield
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        if not self.acting():
+            yield
+            return
+        if self.stage == "extraction":
+            with self._stating_evidence(layer):
+                yield
+            return
+        if self.stage == "update":
+            before = list(zip(layer._buffer, layer._buffer_tokens, strict=True))
+            yield
+            kept = set(layer._buffer)
+            lost = [(line, tokens) for line, tokens in before if line not in kept and self.evidence.holds(line)]
+            if lost:
+                layer._buffer[:0] = [line for line, _ in lost]
+                layer._buffer_tokens[:0] = [tokens for _, tokens in lost]
+                self.done(f"the buffer keeps {len(lost)} line(s) the update dropped")
+            return
+        raise RepairUnsupported(f"no {self.stage} repair for a buffer update of {type(layer).__name__}")
+
+
+class LongContextRepair(_BufferRepair):
+    """Long-Context: one memory unit, the whole buffer, read whole at query time."""
+
+    @staticmethod
+    def formatter(message: Any) -> str:
+        from membase.layers.long_context import format_message
+
+        return format_message(message)
+
+    @contextlib.contextmanager
+    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        if not (self.acting() and self.stage == "retrieval"):
+            yield
+            return
+        from membase.utils.tokens import count_tokens
+
+        saved = (list(layer._buffer), list(layer._buffer_tokens))
+        missing = self._missing(layer)
+        if missing:
+            budget = sum(layer._buffer_tokens)
+            add = [count_tokens(line, getattr(layer, "_buffer_model", None)) for line in missing]
+            lines, tokens = list(layer._buffer), list(layer._buffer_tokens)
+            while lines and sum(tokens) + sum(add) > budget:  # the oldest lines make room
+                del lines[0], tokens[0]
+            layer._buffer[:], layer._buffer_tokens[:] = missing + lines, add + tokens
+            self.done(f"the retrieved memory holds {len(missing)} evidence line(s) in place of the oldest lines")
+        with _lenient_graph():
+            try:
+                yield
+            finally:
+                layer._buffer[:], layer._buffer_tokens[:] = saved
+
+
+class NaiveRAGRepair(_BufferRepair):
+    """NaiveRAG: buffered message lines cut into documents kept in a vector store."""
+
+    @staticmethod
+    def formatter(message: Any) -> str:
+        from membase.layers.naive_rag import format_message
+
+        return format_message(message)
+
+    def _with_evidence(self, doc: str) -> str:
+        if self.evidence.holds(doc):
+            return doc
+        lines = [line for line in self._evidence_lines() if line not in doc]
+        self.done(f"the stored document also states {len(lines)} evidence message(s)")
+        return "\n".join([doc, *lines])
+
+    @contextlib.contextmanager
+    def _storing_evidence(self, layer: Any) -> Iterator[None]:
+        add = layer.store.add
+
+        def add_repaired(doc: str, *args: Any, **kwargs: Any) -> Any:
+            return add(self._with_evidence(doc), *args, **kwargs)
+
+        with patch_attr(layer.store, "add", add_repaired):
+            yield
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        if self.acting() and self.stage == "extraction" and self.op_name == "memory_system.add":
+            with self._storing_evidence(layer):
+                yield
+            return
+        with super().around_message(layer, message, index):
+            yield
+
+    @contextlib.contextmanager
+    def around_flush(self, layer: Any) -> Iterator[None]:
+        if self.acting() and self.stage == "extraction":
+            with self._storing_evidence(layer):
+                yield
+            return
+        yield
+
+    @contextlib.contextmanager
+    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        if not (self.acting() and self.stage == "retrieval"):
+            yield
+            return
+        store = layer.store
+        search = store.search
+
+        def search_repaired(query: str, k: int, *args: Any, **kwargs: Any) -> list[Any]:
+            hits = search(query, k, *args, **kwargs)
+            if not hits or any(self.evidence.holds(h.content) for h in hits):
+                return hits
+            stored = [r for r in store.export() if r["key"] not in {h.key for h in hits}]
+            best = self.evidence.rank([r["content"] for r in stored])
+            if best is None:
+                return hits
+            from membase.layers.rag_store import StoredDocument
+
+            r = stored[best]
+            self.done("the retrieval returns the document holding the evidence in place of its lowest-ranked result")
+            return [*hits[:-1], StoredDocument(key=r["key"], content=r["content"], namespace=r.get("namespace", []),
+                                               created_at=r.get("created_at", ""), updated_at=r.get("updated_at", ""),
+                                               score=hits[-1].score)]
+
+        with patch_attr(store, "search", search_repaired):
+            yield
+
+
+# -- Mem0 ---------------------------------------------------------------------------------------------
+_FENCED = re.compile(r"```(?:json)?\s*\n(?P<body>.*?)\n\s*```", re.DOTALL)
+
+
+def _json_body(reply: str) -> Any:
+    match = _FENCED.search(reply)
+    return json.loads(match.group("body") if match else reply)
+
+
+class Mem0Repair(Repair):
+    """Mem0 (mem0ai 1.0.5): its two model calls (fact extraction, update decision) and its vector search."""
+
+    @staticmethod
+    def fact(message: Any) -> str:
+        """A source message as a Mem0 fact."""
+        return f"{message.name}: {message.content}"
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        if not self.acting() or self.stage not in ("extraction", "update", "deletion"):
+            yield
+            return
+        llm = getattr(getattr(layer, "memory", None), "llm", None)
+        if llm is None or not hasattr(llm, "chat_model"):
+            raise RepairUnsupported("this Mem0 layer's model cannot be reached (no memory.llm.chat_model)")
+        with patch_attr(llm, "chat_model", _RewritingModel(llm.chat_model, self._rewrite)):
+            yield
+
+    def _rewrite(self, messages: list[dict[str, Any]], reply: str) -> str:
+        extraction_call = bool(messages) and messages[0].get("role") == "system"
+        try:
+            if extraction_call:
+                if self.stage == "extraction" and self.op_name.endswith("extract_facts"):
+                    return self._add_facts(reply)
+                return reply
+            return self._fix_decision(reply)
+        except (ValueError, TypeError, AttributeError):
+            return reply  # a reply mem0 cannot parse either: the repair does not apply
+
+    def _add_facts(self, reply: str) -> str:
+        facts = list(_json_body(reply).get("facts", []))
+        if any(self.evidence.holds(f) for f in facts):
+            return reply
+        new = [self.fact(m) for m in self.evidence.messages]
+        self.done(f"the extracted facts also state {len(new)} evidence message(s)")
+        return json.dumps({"facts": facts + new})
+
+    def _fix_decision(self, reply: str) -> str:
+        actions = list(_json_body(reply).get("memory", []))
+        if self.stage == "extraction":
+            if any(a.get("event") in ("ADD", "UPDATE") and self.evidence.holds(str(a.get("text", ""))) for a in actions):
+                return reply
+            new = [{"id": str(len(actions) + i), "text": self.fact(m), "event": "ADD"}
+                   for i, m in enumerate(self.evidence.messages)]
+            self.done(f"the update decision also ADDs {len(new)} evidence fact(s)")
+            return json.dumps({"memory": actions + new})
+        out = []
+        for action in actions:
+            event, text = action.get("event"), str(action.get("text", ""))
+            old = str(action.get("old_memory", text))
+            if self.stage == "update" and event == "UPDATE" and self.evidence.holds(old) and not self.evidence.holds(text):
+                action = {"id": action.get("id"), "text": old, "event": "NONE"}
+                self.done("an UPDATE of a unit that held the information became NONE")
+            elif self.stage == "deletion" and event == "DELETE" and self.evidence.holds(text):
+                action = {"id": action.get("id"), "text": text, "event": "NONE"}
+                self.done("a DELETE of a unit that held the information became NONE")
+            out.append(action)
+        return json.dumps({"memory": out}) if self.applied else reply
+
+    @contextlib.contextmanager
+    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        if not (self.acting() and self.stage == "retrieval"):
+            yield
+            return
+        memory = layer.memory
+        search = memory.search
+
+        def search_repaired(query: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            found = search(query, *args, **kwargs)
+            hits = list(found.get("results", []))
+            if not hits or any(self.evidence.holds(str(h.get("memory", ""))) for h in hits):
+                return found
+            seen = {h.get("id") for h in hits}
+            pool = [m for m in layer.get_all() if m.get("id") not in seen]
+            best = self.evidence.rank([str(m.get("memory", "")) for m in pool])
+            if best is None:
+                return found
+            self.done("the search returns the memory holding the evidence in place of its lowest-ranked result")
+            return {**found, "results": [*hits[:-1], {**pool[best], "score": hits[-1].get("score")}]}
+
+        with patch_attr(memory, "search", search_repaired):
+            yield
+
+
+class _RewritingModel:
+    """A chat model whose replies pass through ``rewrite(messages, reply)``."""
+
+    def __init__(self, model: Any, rewrite: Callable[[list[dict[str, Any]], str], str]) -> None:
+        self._model = model
+        self._rewrite = rewrite
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        from dataclasses import replace
+
+        result = self._model.complete(messages, **kwargs)
+        text = self._rewrite(messages, result.text)
+        return result if text == result.text else replace(result, text=text)
+
+
+@contextlib.contextmanager
+def _lenient_graph() -> Iterator[None]:
+    """A returned snapshot that differs from the stored unit becomes a new version instead of an error."""
+    from smartcomment import current_graph
+
+    graph = current_graph()
+    strict = graph.strict if graph is not None else None
+    if graph is not None:
+        graph.strict = False
+    try:
+        yield
+    finally:
+        if graph is not None:
+            graph.strict = strict
+
+
+_REPAIRS: dict[str, type[Repair]] = {
+    "Long-Context": LongContextRepair,
+    "NaiveRAG": NaiveRAGRepair,
+    "Mem0": Mem0Repair,
+}
+
+
+def make_repair(layer_type: str, *, key: CallKey, stage: str, op_name: str, evidence: Evidence) -> Repair:
+    """The repair of ``stage`` at the call ``key`` for a layer type.
+
+    Raises:
+        RepairUnsupported: the stage has no repair, or the layer has none yet.
+    """
+    if stage not in REPAIR_STAGES:
+        raise RepairUnsupported(f"{stage!r} errors have no repair (only {', '.join(REPAIR_STAGES)})")
+    cls = _REPAIRS.get(layer_type)
+    if cls is None:
+        raise RepairUnsupported(f"no repairs for the {layer_type} layer yet (supported: {', '.join(_REPAIRS)})")
+    if stage == "deletion" and cls is not Mem0Repair:
+        raise RepairUnsupported(f"the {layer_type} layer deletes nothing, so it has no deletion repair")
+    if stage == "retrieval" and key[0] != "retrieve":
+        raise RepairUnsupported(f"op {op_name!r} was not recorded by a retrieval call, so it has no retrieval repair")
+    if stage != "retrieval" and key[0] == "retrieve":
+        raise RepairUnsupported(f"op {op_name!r} was recorded at query time: only a retrieval repair applies")
+    return cls(key=key, stage=stage, op_name=op_name, evidence=evidence)
