@@ -146,7 +146,7 @@ def test_token_sequence_keeps_order_and_normalises_like_content_tokens():
 
 
 def test_a_number_counts_what_stands_next_to_it():
-    from toolkits.evidence_flow._probe import _bound_alike
+    from toolkits.evidence_flow._conflicts import bound_alike as _bound_alike
     from toolkits.evidence_flow._text import token_sequence
 
     answer = token_sequence("2 miles")

@@ -151,75 +151,92 @@ def _prefetch_lineage(view: GraphView, probe: PresenceJudge, edges: list[EdgeRec
     prefetch([node_text(view.nodes[t], flow=True) for t in targets])
 
 
-def _lifecycle(view: GraphView, probe: PresenceJudge, query: NodeRec, state: StoreState, trail: Trail,
-               seeds: set[str]) -> None:
-    # the construction edges recorded up to the question (the graph-wide lists are built once)
+_Event = tuple[tuple[str, int, int], str, NodeRec, "str | None"]
+
+
+def _lifecycle_events(view: GraphView, query: NodeRec, lineage_known: bool) -> list[_Event]:
+    """Every unit version and deletion recorded up to the question, in order."""
     asked = query.created_at
     produced_by: dict[str, EdgeRec] = {}
     for target, producers in view.unit_producers.items():
         first = next((e for e in producers if e.created_at <= asked), None)
         if first is not None:
             produced_by[target] = first
-    deletions = [e for e in view.unit_deletions if e.created_at <= asked]
-    # Lineage decides whenever the graph records a path (of any content) from the evidence to
-    # some memory unit; a graph without such paths gets units judged by their content alone.
-    lineage_known = any(seed in view.memory_bound for seed in seeds)
-    events: list[tuple[tuple[str, int, int], str, NodeRec, str | None]] = []
+    events: list[_Event] = []
     for node in view.memory_units:
         edge = produced_by.get(node.full_node_id)
         if edge is not None:
             events.append(((edge.created_at, 0, edge.order), "version", node, edge.op_id))
-        elif not lineage_known and node.created_at <= query.created_at:
+        elif not lineage_known and node.created_at <= asked:
             events.append(((node.created_at, -1, node.order), "version", node, None))
-    for edge in deletions:
-        events.append(((edge.created_at, 0, edge.order), "delete", view.nodes[edge.source], edge.op_id))
+    for edge in view.unit_deletions:
+        if edge.created_at <= asked:
+            events.append(((edge.created_at, 0, edge.order), "delete", view.nodes[edge.source], edge.op_id))
     events.sort(key=lambda ev: ev[0])
+    return events
+
+
+@dataclass(kw_only=True)
+class _Store:
+    """The units holding the information while the lifecycle is replayed."""
+
+    state: StoreState
+    trail: Trail
+    live: dict[str, NodeRec] = field(default_factory=dict)
+    verdicts: dict[str, Assessment] = field(default_factory=dict)
+
+    def remove(self, node: NodeRec, op_id: str | None, note: str, loss: Loss) -> None:
+        """``node``'s unit no longer holds it; the last holder gone is the recorded loss."""
+        del self.live[node.full_name]
+        self.trail.add("lifecycle", op_id=op_id, node=node, present=False, score=loss.verdict.score if loss.verdict else None,
+                       note=note + ("" if self.live else "; no unit holds it any more"))
+        if not self.live:
+            self.state.last_loss = loss
+
+    def version(self, node: NodeRec, op_id: str | None, verdict: Assessment | None) -> None:
+        """A new version of ``node``'s unit, judged (None: not derived from the evidence)."""
+        name = node.full_name
+        if verdict is not None and verdict.present:
+            if name not in self.live:
+                self.trail.add("lifecycle", op_id=op_id, node=node, present=True, score=verdict.score,
+                               note="memory unit holds it" + (" again" if self.state.ever_captured else ""))
+            self.live[name] = node
+            self.verdicts[name] = verdict
+            self.state.ever_captured = True
+            return
+        if verdict is not None:
+            self.state.best_unit_score = max(self.state.best_unit_score, verdict.score)
+        if name in self.live:
+            why = verdict.why if verdict is not None else "not derived from the evidence"
+            self.remove(node, op_id, f"new version of {name} lost it ({why})",
+                        Loss(error_type="UpdateError", op_id=op_id, node=node, verdict=verdict))
+
+
+def _lifecycle(view: GraphView, probe: PresenceJudge, query: NodeRec, state: StoreState, trail: Trail,
+               seeds: set[str]) -> None:
+    # Lineage decides whenever the graph records a path (of any content) from the evidence to
+    # some memory unit; a graph without such paths gets units judged by their content alone.
+    lineage_known = any(seed in view.memory_bound for seed in seeds)
+    events = _lifecycle_events(view, query, lineage_known)
     prefetch = getattr(probe, "prefetch", None)
     if prefetch is not None:  # a model judge asks about the lifecycle's unit versions in batches
         prefetch([node_text(node) for _, kind, node, _ in events
                   if kind == "version" and (node.full_node_id in state.carriers or not lineage_known)])
-
-    live: dict[str, NodeRec] = {}
-    verdicts: dict[str, Assessment] = {}
+    store = _Store(state=state, trail=trail)
     for _, kind, node, op_id in events:
         name = node.full_name
         if kind == "delete":
-            if name in live:
-                del live[name]
-                trail.add("lifecycle", op_id=op_id, node=node, present=False,
-                          note=f"{name} deleted" + ("" if live else "; no unit holds it any more"))
-                if not live:
-                    state.last_loss = Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None)
-            continue
-        if name in live and _is_tombstone(node):
-            del live[name]
-            trail.add("lifecycle", op_id=op_id, node=node, present=False,
-                      note=f"{name} emptied by a deletion" + ("" if live else "; no unit holds it any more"))
-            if not live:
-                state.last_loss = Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None)
-            continue
-        descends = node.full_node_id in state.carriers or not lineage_known
-        verdict = probe.assess(node_text(node)) if descends else None
-        if verdict is not None and verdict.present:
-            if name not in live:
-                trail.add("lifecycle", op_id=op_id, node=node, present=True, score=verdict.score,
-                          note="memory unit holds it" + (" again" if state.ever_captured else ""))
-            live[name] = node
-            verdicts[name] = verdict
-            state.ever_captured = True
-            continue
-        if verdict is not None:
-            state.best_unit_score = max(state.best_unit_score, verdict.score)
-        if name in live:
-            del live[name]
-            why = verdict.why if verdict is not None else "not derived from the evidence"
-            trail.add("lifecycle", op_id=op_id, node=node, present=False,
-                      score=verdict.score if verdict is not None else None,
-                      note=f"new version of {name} lost it ({why})" + ("" if live else "; no unit holds it any more"))
-            if not live:
-                state.last_loss = Loss(error_type="UpdateError", op_id=op_id, node=node, verdict=verdict)
-    state.holders = live
-    state.holder_verdicts = {name: verdicts[name] for name in live}
+            if name in store.live:
+                store.remove(node, op_id, f"{name} deleted",
+                             Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None))
+        elif name in store.live and _is_tombstone(node):
+            store.remove(node, op_id, f"{name} emptied by a deletion",
+                         Loss(error_type="DeletionError", op_id=op_id, node=node, verdict=None))
+        else:
+            descends = node.full_node_id in state.carriers or not lineage_known
+            store.version(node, op_id, probe.assess(node_text(node)) if descends else None)
+    state.holders = store.live
+    state.holder_verdicts = {name: store.verdicts[name] for name in store.live}
 
 
 _TOMBSTONES = frozenset({"", "deleted", "[deleted]", "<deleted>", "none", "null"})

@@ -37,19 +37,13 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ._assessment import Assessment
-from ._binding import rebinds_answer
-from ._dates import resolves_relative_time
+from ._conflicts import first_conflict
 from ._facts import (
     Statement,
-    agent_of,
     anchors_of,
     contrast_tokens,
-    focus_clause,
-    is_negated_about,
     segments,
-    subject_of,
 )
-from ._meaning import opposite_word, swapped_pair
 from ._text import stem, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
@@ -241,81 +235,9 @@ class FactProbe:
         return bool(own) and token_recall(own, segment.tokens) >= 0.5
 
     def conflict(self, fact: Statement, segment: Statement) -> str | None:
-        """Why the segment contradicts the fact (None when it does not).
-
-        People are compared over the whole of both (attribution carries across sentences), and
-        the sentence that states the answer must not be said by someone else who does not name
-        the fact's speaker; polarity and the replaced anchors or names are read in the sentence of
-        each that holds the most of the answer, so a negation elsewhere in a run does not count.
-        """
-        # a yes/no answer has no words: the sentence that speaks of the question's own words then
-        ref_focus = self.answer_tokens or self.question_tokens - self.names
-        fact_ref = _conflict_reference(fact, ref_focus)
-        seg_ref = _conflict_reference(segment, ref_focus)
-        if segment.persons and fact.persons and not segment.persons & fact.persons:
-            return "person"
-        # said by someone else, who does not even name the fact's speaker ("Melanie: ... Sweden")
-        if (seg_ref.speaker and fact_ref.speaker and seg_ref.speaker != fact_ref.speaker
-                and fact_ref.speaker not in seg_ref.persons - {seg_ref.speaker}):
-            return "person"
-        focus = self.answer_tokens if self.mode == "answer" and self.answer_tokens else self.support_tokens(fact)
-        # the clause that states it is about someone else ("John donated his old car to the shelter
-        # Maria volunteers at" for Maria's donation)
-        fact_agent = agent_of(fact_ref, self.names, focus)
-        seg_agent = agent_of(seg_ref, self.names, focus) if fact_agent else None
-        if fact_agent and seg_agent and fact_agent != seg_agent:
-            return "person"
-        # the subject was swapped for someone (or something) other than the speakers: "Anya signed up"
-        # for the speaker's "I signed up", "Keiko loved" for "my mother loved", Miso for Pepper
-        fact_clause = focus_clause(fact_ref.text, focus)
-        fact_subject = subject_of(fact_clause, fact_ref.speaker, self.proper_names)
-        if fact_subject is not None:
-            seg_subject = subject_of(focus_clause(seg_ref.text, focus), seg_ref.speaker, self.proper_names)
-            pair = {fact_subject, seg_subject}
-            # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started
-            # a portrait of Anya" only turns the sentence round); two speakers are for agent_of
-            if (seg_subject is not None and len(pair) == 2 and not pair <= self.names
-                    and seg_subject.removeprefix("of:") not in {w.lower() for w in re.findall(r"[\w']+", fact_clause)}):
-                return "person"
-        if not _bound_alike(self.answer_sequence, token_sequence(fact_ref.text), token_sequence(seg_ref.text)):
-            return "number"
-        if seg_ref.negated or fact_ref.negated:
-            # polarity of the clause that speaks of the answer (or of the fact's own words)
-            if is_negated_about(seg_ref.text, focus) != is_negated_about(fact_ref.text, focus):
-                return "negation"
-        fact_anchors = dict(fact.anchors)
-        for kind, values in anchors_of(self.answer_tokens).items():
-            fact_anchors[kind] = fact_anchors.get(kind, frozenset()) | values
-        for kind, values in fact_anchors.items():
-            missing = values - segment.tokens
-            extra = seg_ref.anchors.get(kind, frozenset()) - values - self.evidence_tokens
-            if missing and extra:
-                return kind
-        # a point in time replaced by one of another kind ("last Friday" -> "last weekend")
-        fact_when = _points_in_time(fact_anchors)
-        if (fact_when - segment.tokens and _points_in_time(seg_ref.anchors) - fact_when - self.evidence_tokens
-                # "on Tuesday" written as the date it was ("on 17 October 2023") is the same day
-                and not any(resolves_relative_time(fact_ref.text, seg_ref.text, day) for day in self.said_on)):
-            return "date"
-        missing_proper = fact.proper - segment.tokens
-        extra_proper = seg_ref.proper - self.evidence_tokens - self.names
-        if missing_proper and extra_proper:
-            return "proper noun"
-        asked = self.question_tokens - self.names
-        if fact_ref.negated == seg_ref.negated and opposite_word(fact_ref.text, seg_ref.text,
-                                                                 asked | self.answer_tokens):
-            return "opposite"
-        if swapped_pair(fact_ref.text, seg_ref.text, keys=self.question_tokens | self.answer_tokens,
-                        fact_speaker=fact_ref.speaker, text_speaker=seg_ref.speaker, proper=self.proper_names):
-            return "swapped"
-        # every word kept, the answer moved: "keep hot yoga but stop swimming" for "keep swimming but
-        # stop hot yoga" when the question asks what to stop
-        if self.mode == "answer":
-            asked = self.question_tokens - self.answer_tokens - self.names
-            if rebinds_answer(fact_ref.text, seg_ref.text, answer=self.answer_tokens, question=asked,
-                              movable=self.evidence_tokens - self.answer_tokens - asked - self.names):
-                return "answer bound to other words"
-        return None
+        """Why the segment contradicts the fact (None when it does not): the first of the named
+        checks of :mod:`._conflicts`, in their declared order, that finds a conflict."""
+        return first_conflict(self, fact, segment)
 
     def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
         """``(score, why, borderline)`` of one segment against one fact."""
@@ -391,15 +313,6 @@ class FactProbe:
         return f"the distinctive content of {len(self.facts)} evidence statement(s)"
 
 
-_POINT_KINDS = ("month", "weekday", "season")
-
-
-def _points_in_time(anchors: dict[str, frozenset[str]]) -> frozenset[str]:
-    """Months, weekdays, seasons and "weekend" (not durations such as "all day")."""
-    points = frozenset().union(*(anchors.get(kind, frozenset()) for kind in _POINT_KINDS))
-    return points | (anchors.get("unit", frozenset()) & {"weekend"})
-
-
 _TIME_KINDS = frozenset({"month", "weekday", "season", "relative", "unit", "number"})
 _ASKS_TIME = re.compile(r"^\s*when\b|\bwhat (?:date|day|month|year|time|week|weekend)\b|\bhow long ago\b|\bwhich "
                         r"(?:date|day|month|year|week|weekend)\b", re.IGNORECASE)
@@ -414,27 +327,3 @@ def asked_kinds(question: str) -> frozenset[str]:
     if _ASKS_COUNT.search(question):
         return frozenset({"number", "unit"})
     return frozenset()
-
-
-def _near(sequence: Sequence[str], first: str, second: str, reach: int = 2) -> bool:
-    positions = [i for i, t in enumerate(sequence) if t == first]
-    return any(sequence[j] == second for i in positions for j in range(i + 1, min(len(sequence), i + 1 + reach)))
-
-
-def _bound_alike(answer: Sequence[str], fact: Sequence[str], segment: Sequence[str]) -> bool:
-    """A number of the answer and the word it counts ("2 miles") are next to each other in the
-    segment whenever they are in the fact ("3 miles each time" with "2 dogs" is another number)."""
-    for first, second in zip(answer, answer[1:], strict=False):
-        if first.isdigit() == second.isdigit():
-            continue
-        if _near(fact, first, second) and not _near(segment, first, second):
-            return False
-    return True
-
-
-def _conflict_reference(segment: Statement, answer_tokens: frozenset[str]) -> Statement:
-    """For a run of sentences, the sentence that holds the most of the answer (polarity, anchors)."""
-    parts = segment.parts
-    if not parts:
-        return segment
-    return max(parts, key=lambda p: (len(p.tokens & answer_tokens), len(p.tokens)))

@@ -1,0 +1,250 @@
+"""Does a segment contradict the fact?  Small named checks, tried in a declared order.
+
+The rules judge (:mod:`._probe`) accepts a segment that holds the answer and enough of the fact's
+own words only when none of these checks finds a conflict. Each check covers one general way a
+memory keeps the words and changes the meaning; the first that fires names the conflict:
+
+1. ``other_people`` — the segment is about other known people than the fact;
+2. ``other_speaker`` — the sentence that states it is said by someone else, who does not even
+   name the fact's speaker;
+3. ``other_agent`` — the clause that states it is about someone else (a first-person clause is
+   about its speaker);
+4. ``other_subject`` — the clause's subject was swapped for someone or something the fact's
+   clause does not mention;
+5. ``number_moved`` — a number of the answer no longer stands next to the word it counts;
+6. ``polarity`` — the clause that speaks of the answer is negated in one and not the other;
+7. ``replaced_anchor`` — a number, month, weekday, season, relative-time word or time unit was
+   replaced by another of the same kind;
+8. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
+   written as the date it points to is the same time);
+9. ``other_proper_noun`` — a place, title or organisation replaced by another;
+10. ``opposite`` — an opposite in a word's place (:mod:`._meaning`);
+11. ``swapped`` — two names, numbers or things trading places (:mod:`._meaning`);
+12. ``answer_rebound`` — every word kept, the answer moved to other words (:mod:`._binding`).
+
+Polarity, anchors and names are read in the sentence of each side that holds the most of the
+answer (for a run of sentences), so a negation elsewhere in a run does not count; people are
+compared over the whole of both, because attribution carries across sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from ._binding import rebinds_answer
+from ._dates import resolves_relative_time
+from ._facts import Statement, agent_of, anchors_of, focus_clause, is_negated_about, subject_of
+from ._meaning import opposite_word, swapped_pair
+from ._text import token_sequence
+
+__all__ = ["CONFLICT_CHECKS", "ConflictCase", "first_conflict"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConflictCase:
+    """One fact and one segment, with the sentences and words the checks read."""
+
+    probe: Any
+    """The rules probe (:class:`._probe.FactProbe`): answer, question, names, mode, said_on ..."""
+    fact: Statement
+    segment: Statement
+
+    @cached_property
+    def ref_focus(self) -> frozenset[str]:
+        # a yes/no answer has no words: the sentence that speaks of the question's own words then
+        return self.probe.answer_tokens or self.probe.question_tokens - self.probe.names
+
+    @cached_property
+    def fact_ref(self) -> Statement:
+        """The fact's sentence that holds the most of the answer."""
+        return conflict_reference(self.fact, self.ref_focus)
+
+    @cached_property
+    def seg_ref(self) -> Statement:
+        """The segment's sentence that holds the most of the answer."""
+        return conflict_reference(self.segment, self.ref_focus)
+
+    @cached_property
+    def focus(self) -> frozenset[str]:
+        """The answer's words (answer mode), else the fact's distinctive words."""
+        probe = self.probe
+        return probe.answer_tokens if probe.mode == "answer" and probe.answer_tokens else probe.support_tokens(self.fact)
+
+    @cached_property
+    def fact_anchors(self) -> dict[str, frozenset[str]]:
+        """The fact's anchors, the golden answer's own added."""
+        anchors = dict(self.fact.anchors)
+        for kind, values in anchors_of(self.probe.answer_tokens).items():
+            anchors[kind] = anchors.get(kind, frozenset()) | values
+        return anchors
+
+
+def other_people(c: ConflictCase) -> str | None:
+    """Both name known people, and none in common."""
+    if c.segment.persons and c.fact.persons and not c.segment.persons & c.fact.persons:
+        return "person"
+    return None
+
+
+def other_speaker(c: ConflictCase) -> str | None:
+    """Said by someone else, who does not even name the fact's speaker ("Melanie: ... Sweden")."""
+    seg, fact = c.seg_ref, c.fact_ref
+    if seg.speaker and fact.speaker and seg.speaker != fact.speaker and fact.speaker not in seg.persons - {seg.speaker}:
+        return "person"
+    return None
+
+
+def other_agent(c: ConflictCase) -> str | None:
+    """The clause that states it is about someone else ("John donated his old car to the shelter
+    Maria volunteers at" for Maria's donation)."""
+    fact_agent = agent_of(c.fact_ref, c.probe.names, c.focus)
+    seg_agent = agent_of(c.seg_ref, c.probe.names, c.focus) if fact_agent else None
+    return "person" if fact_agent and seg_agent and fact_agent != seg_agent else None
+
+
+def other_subject(c: ConflictCase) -> str | None:
+    """The subject was swapped for someone (or something) other than the speakers: "Anya signed up"
+    for the speaker's "I signed up", "Keiko loved" for "my mother loved", Miso for Pepper."""
+    proper = c.probe.proper_names
+    fact_clause = focus_clause(c.fact_ref.text, c.focus)
+    fact_subject = subject_of(fact_clause, c.fact_ref.speaker, proper)
+    if fact_subject is None:
+        return None
+    seg_subject = subject_of(focus_clause(c.seg_ref.text, c.focus), c.seg_ref.speaker, proper)
+    pair = {fact_subject, seg_subject}
+    # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started a
+    # portrait of Anya" only turns the sentence round); two speakers are for other_agent
+    mentioned = {w.lower() for w in re.findall(r"[\w']+", fact_clause)}
+    if (seg_subject is not None and len(pair) == 2 and not pair <= c.probe.names
+            and seg_subject.removeprefix("of:") not in mentioned):
+        return "person"
+    return None
+
+
+def number_moved(c: ConflictCase) -> str | None:
+    """A number of the answer and the word it counts are apart in the segment."""
+    if not bound_alike(c.probe.answer_sequence, token_sequence(c.fact_ref.text), token_sequence(c.seg_ref.text)):
+        return "number"
+    return None
+
+
+def polarity(c: ConflictCase) -> str | None:
+    """The clause that speaks of the answer (or of the fact's own words) changed polarity."""
+    if not (c.seg_ref.negated or c.fact_ref.negated):
+        return None
+    if is_negated_about(c.seg_ref.text, c.focus) != is_negated_about(c.fact_ref.text, c.focus):
+        return "negation"
+    return None
+
+
+def replaced_anchor(c: ConflictCase) -> str | None:
+    """An anchor of the fact is missing and another of its kind, said nowhere in the evidence, is there."""
+    for kind, values in c.fact_anchors.items():
+        missing = values - c.segment.tokens
+        extra = c.seg_ref.anchors.get(kind, frozenset()) - values - c.probe.evidence_tokens
+        if missing and extra:
+            return kind
+    return None
+
+
+def other_point_in_time(c: ConflictCase) -> str | None:
+    """A point in time replaced by one of another kind ("last Friday" -> "last weekend")."""
+    fact_when = points_in_time(c.fact_anchors)
+    if not (fact_when - c.segment.tokens and points_in_time(c.seg_ref.anchors) - fact_when - c.probe.evidence_tokens):
+        return None
+    # "on Tuesday" written as the date it was ("on 17 October 2023") is the same day
+    if any(resolves_relative_time(c.fact_ref.text, c.seg_ref.text, day) for day in c.probe.said_on):
+        return None
+    return "date"
+
+
+def other_proper_noun(c: ConflictCase) -> str | None:
+    """A proper noun of the fact is missing and another, said nowhere in the evidence, is there."""
+    missing = c.fact.proper - c.segment.tokens
+    extra = c.seg_ref.proper - c.probe.evidence_tokens - c.probe.names
+    return "proper noun" if missing and extra else None
+
+
+def opposite(c: ConflictCase) -> str | None:
+    """An opposite in a word's place, with the same polarity (a negation is polarity's)."""
+    asked = c.probe.question_tokens - c.probe.names
+    if c.fact_ref.negated == c.seg_ref.negated and opposite_word(c.fact_ref.text, c.seg_ref.text,
+                                                                 asked | c.probe.answer_tokens):
+        return "opposite"
+    return None
+
+
+def swapped(c: ConflictCase) -> str | None:
+    """Two names, numbers or things of the fact trade places around a word between them."""
+    probe = c.probe
+    if swapped_pair(c.fact_ref.text, c.seg_ref.text, keys=probe.question_tokens | probe.answer_tokens,
+                    fact_speaker=c.fact_ref.speaker, text_speaker=c.seg_ref.speaker, proper=probe.proper_names):
+        return "swapped"
+    return None
+
+
+def answer_rebound(c: ConflictCase) -> str | None:
+    """Every word kept, the answer moved: "keep hot yoga but stop swimming" for "keep swimming but
+    stop hot yoga" when the question asks what to stop."""
+    probe = c.probe
+    if probe.mode != "answer":
+        return None
+    asked = probe.question_tokens - probe.answer_tokens - probe.names
+    if rebinds_answer(c.fact_ref.text, c.seg_ref.text, answer=probe.answer_tokens, question=asked,
+                      movable=probe.evidence_tokens - probe.answer_tokens - asked - probe.names):
+        return "answer bound to other words"
+    return None
+
+
+#: The checks in the order they are tried (the module docstring says what each covers).
+CONFLICT_CHECKS: tuple[Callable[[ConflictCase], str | None], ...] = (
+    other_people, other_speaker, other_agent, other_subject, number_moved, polarity, replaced_anchor,
+    other_point_in_time, other_proper_noun, opposite, swapped, answer_rebound,
+)
+
+
+def first_conflict(probe: Any, fact: Statement, segment: Statement) -> str | None:
+    """The conflict the first check of :data:`CONFLICT_CHECKS` finds (None when none does)."""
+    case = ConflictCase(probe=probe, fact=fact, segment=segment)
+    for check in CONFLICT_CHECKS:
+        found = check(case)
+        if found is not None:
+            return found
+    return None
+
+
+_POINT_KINDS = ("month", "weekday", "season")
+
+
+def points_in_time(anchors: dict[str, frozenset[str]]) -> frozenset[str]:
+    """Months, weekdays, seasons and "weekend" (not durations such as "all day")."""
+    points = frozenset().union(*(anchors.get(kind, frozenset()) for kind in _POINT_KINDS))
+    return points | (anchors.get("unit", frozenset()) & {"weekend"})
+
+
+def _near(sequence: Sequence[str], first: str, second: str, reach: int = 2) -> bool:
+    positions = [i for i, t in enumerate(sequence) if t == first]
+    return any(sequence[j] == second for i in positions for j in range(i + 1, min(len(sequence), i + 1 + reach)))
+
+
+def bound_alike(answer: Sequence[str], fact: Sequence[str], segment: Sequence[str]) -> bool:
+    """A number of the answer and the word it counts ("2 miles") are next to each other in the
+    segment whenever they are in the fact ("3 miles each time" with "2 dogs" is another number)."""
+    for first, second in zip(answer, answer[1:], strict=False):
+        if first.isdigit() == second.isdigit():
+            continue
+        if _near(fact, first, second) and not _near(segment, first, second):
+            return False
+    return True
+
+
+def conflict_reference(segment: Statement, answer_tokens: frozenset[str]) -> Statement:
+    """For a run of sentences, the sentence that holds the most of the answer (polarity, anchors)."""
+    parts = segment.parts
+    if not parts:
+        return segment
+    return max(parts, key=lambda p: (len(p.tokens & answer_tokens), len(p.tokens)))
