@@ -491,7 +491,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.5}
 h1{font-size:1.6rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.2rem}
 table{border-collapse:collapse;margin:.8rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.3rem .6rem;text-align:left;vertical-align:top}
-th{background:#f5f5f5}caption{caption-side:top;text-align:left;font-style:italic;padding:.2rem 0}
+td{overflow-wrap:anywhere;min-width:6em}th{background:#f5f5f5}caption{caption-side:top;text-align:left;font-style:italic;padding:.2rem 0}
 .report{background:#fafafa;border-left:4px solid #4C78A8;padding:.4rem 1rem}.caption{color:#555;font-size:.9rem}
 code{background:#f2f2f2;padding:0 .2rem}
 """
@@ -526,7 +526,7 @@ def _html_prose(text: str) -> str:
 
 
 def _html_table(table: Table) -> str:
-    caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
+    caption = f"<caption>{_html_inline(table.caption)}</caption>" if table.caption else ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
     body = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
