@@ -192,3 +192,19 @@ def test_a_deleted_or_unreadable_graph_is_listed_in_no_llm_mode(outputs_dir, tmp
     assert [u["index"] for u in out["statistics"]["unavailable_graphs"]] == [0, 2]
     markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
     assert "## Unrenderable cases (graph missing or unreadable)" in markdown and "deleted.json" in markdown
+
+
+def test_every_example_link_opens_a_case_in_the_viewers_queue(faultbench_report, tmp_path: Path):
+    """The contract with annotation_interface: the viewer's own lookup finds each linked case."""
+    workqueue = pytest.importorskip("annotation_interface.workqueue", reason="the viewer's queue module")
+    from annotation_interface.dataset import open_dataset
+
+    data, _ = faultbench_report
+    links = [e["viewer_link"] for row in data["statistics"]["blamed_operations"]["by_name"] for e in row["examples"]]
+    folders = {_params(link)["folder"] for link in links}
+    assert len(folders) == 1
+    items = workqueue.queue_items(open_dataset(folders.pop(), tmp_path / "index"))
+    for link in links:
+        params = _params(link)
+        item = workqueue.find_item(items, graph=params["graph"], case=params["case"])
+        assert item is not None and (item.graph_stem, item.qa_id) == (params["graph"], params["case"]), link
