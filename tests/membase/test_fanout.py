@@ -140,3 +140,13 @@ def test_models_travel_to_workers_as_recipes(tmp_path):
     with pytest.raises(ConfigError, match="the judge model 'fake:yes' cannot be sent to worker processes"):
         model_recipe(closure, role="judge model", needs_pickle=True)
     assert model_recipe(closure, role="judge model", needs_pickle=False)().complete([]).text == "yes"  # Ray
+
+
+def test_no_graph_of_a_finished_trajectory_stays_in_memory(inputs, tmp_path, capsys):
+    import gc
+
+    from smartcomment.runtime.network import ExecNetwork
+
+    assert _membase("run", inputs, tmp_path / "out") == 0  # one process: every graph was built here
+    gc.collect()
+    assert [o for o in gc.get_objects() if isinstance(o, ExecNetwork)] == []
