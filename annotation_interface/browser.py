@@ -41,9 +41,16 @@ _POINT_JS = """(want) => {
       const cd = tr.customdata || [];
       for (let i = 0; i < cd.length; i++) {
         if (JSON.stringify(cd[i]) !== JSON.stringify(want)) continue;
-        gd.scrollIntoView({block: 'center'});
-        const r = gd.getBoundingClientRect();
-        return [r.left + fl._size.l + fl.xaxis.l2p(tr.x[i]), r.top + fl._size.t + fl.yaxis.l2p(tr.y[i])];
+        // scroll the point itself into view (a chart taller than the window would leave it outside)
+        if (getComputedStyle(gd).position === 'static') gd.style.position = 'relative';
+        const m = document.createElement('div');
+        m.style.cssText = 'position:absolute;width:1px;height:1px;pointer-events:none;left:'
+          + (fl._size.l + fl.xaxis.l2p(tr.x[i])) + 'px;top:' + (fl._size.t + fl.yaxis.l2p(tr.y[i])) + 'px';
+        gd.appendChild(m);
+        m.scrollIntoView({block: 'center'});
+        const r = m.getBoundingClientRect();
+        m.remove();
+        return [r.left, r.top];
       }
     }
   }

@@ -4,8 +4,8 @@
 
 Starts the app on a free 127.0.0.1 port, opens one graph, clicks a message's processing edge
 in the timeline, opens one of its operations, attributes a wrong question with evidence_flow,
-and writes ``viewer_timeline.png``, ``viewer_operation.png``, ``viewer_attribution.png`` and
-``viewer_trail.png`` (palette PNGs when Pillow is installed).
+and writes ``viewer_timeline.png``, ``viewer_operation.png``, ``viewer_attribution.png``,
+``viewer_trail.png`` and ``viewer_queue.png`` (palette PNGs when Pillow is installed).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ async def capture(page: Page, url: str, out: Path, *, graph: str | None, message
 
     if not await page.click_text("button", "Open in the operation view"):
         raise BrowserError("no 'Open in the operation view' button")
-    await page.wait_for("document.body.innerText.includes('<graph>')", timeout=60)
+    await page.wait_for("document.body.innerText.includes('Inputs and outputs as text')", timeout=60)
     await page.wait_idle()
     await page.scroll_to_text("[data-testid='stMarkdownContainer']", "· category")
     await asyncio.sleep(0.5)
@@ -65,7 +65,7 @@ async def capture(page: Page, url: str, out: Path, *, graph: str | None, message
     await page.wait_idle()
     if not await page.click_text("button", "Run evidence_flow"):
         raise BrowserError("no 'Run evidence_flow' button")
-    await page.wait_for("document.body.innerText.includes('status attributed')", timeout=120)
+    await page.wait_for("document.body.innerText.includes('status attributed')", timeout=240)
     await page.wait_idle()
     await page.scroll_to_text("h5", "—")
     await asyncio.sleep(0.5)
@@ -73,6 +73,11 @@ async def capture(page: Page, url: str, out: Path, *, graph: str | None, message
     await page.scroll_to_text("[data-testid='stMarkdownContainer']", "evidence_flow · status")
     await asyncio.sleep(0.5)
     written.append(await page.screenshot(out / "viewer_trail.png"))
+    if not await page.click_text("[data-testid='stRadio'] label", "Queue"):
+        raise BrowserError("no 'Queue' view")
+    await page.wait_for("document.body.innerText.includes('Annotation queue')", timeout=60)
+    await page.wait_idle()
+    written.append(await page.screenshot(out / "viewer_queue.png"))
     return written
 
 

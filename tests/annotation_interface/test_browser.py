@@ -73,11 +73,11 @@ def test_timeline_and_question_list_render_in_chromium(faultbench, tmp_path):
     ix = pg.index
     # the sidebar's first "Attribute" opens the first question; evidence_flow's verdict on it is
     # read here, not hard-coded (examples/faultbench is rebuilt from time to time)
-    expected = run_evidence_flow(pg, ix.qas[0])
+    expected = run_evidence_flow(pg, ix.qas[0], "annotated")  # as the page runs it (--evidence-mode annotated)
     assert expected["status"] == "attributed"
     message = ix.messages[min(4, len(ix.messages) - 1)]
     args = ["--data", str(graph), "--index-dir", str(tmp_path / "index"),
-            "--output-path", str(tmp_path / "annotations.json")]
+            "--output-path", str(tmp_path / "annotations.json"), "--evidence-mode", "annotated"]
     with StreamlitServer(args, log_path=str(tmp_path / "streamlit.log")) as server, \
             Chromium(CHROMIUM, width=1400, height=1000) as chromium:
         seen = asyncio.run(_drive(chromium, server.url, shots, message))
@@ -93,7 +93,7 @@ def test_timeline_and_question_list_render_in_chromium(faultbench, tmp_path):
     assert message.message_id in seen["after_click"] and "memory_system.extract_facts" in seen["after_click"]
     assert seen["plots_after_click"] == 2  # the timeline and the message's op subgraph
     assert f"{expected['error_type']} at" in seen["attribution"]
-    assert "Append current case to output file" in seen["attribution"]
+    assert "Save label" in seen["attribution"]
     for name in ("timeline.png", "message.png", "attribution.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a blank page compresses far smaller
