@@ -139,6 +139,7 @@ def _run_pool(task: Callable[..., Any], payloads: Sequence[tuple[Any, ...]], que
     that broke (the queue keeps the ones never started)."""
     pool = _new_pool(workers)
     running: dict[Future[Any], int] = {}
+    finished = False
     try:
         while queue or running:
             while queue and len(running) < workers:
@@ -155,12 +156,21 @@ def _run_pool(task: Callable[..., Any], payloads: Sequence[tuple[Any, ...]], que
                     continue
                 yield index, result
             if broken:
+                finished = True
                 return sorted([*broken, *running.values()])
+        finished = True
         return []
     finally:
-        for future in running:
-            future.cancel()
+        if not finished:  # an error, Ctrl-C or a caller that stopped reading: do not wait for the tasks
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    # ProcessPoolExecutor (before Python 3.14) has no public way to stop running tasks
+    for process in list(getattr(pool, "_processes", {}).values()):
+        if process.is_alive():
+            process.terminate()
 
 
 # -- Ray ----------------------------------------------------------------------------------------

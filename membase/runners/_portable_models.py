@@ -34,7 +34,8 @@ def model_recipe(model: Any, *, role: str, needs_pickle: bool) -> Callable[[], A
     """A picklable ``() -> model`` that builds a copy of ``model`` in another process.
 
     Args:
-        model: A :class:`~membase.clients.ChatClient`, a ``FunctionChatModel``, or any picklable model.
+        model: A :class:`~membase.clients.ChatClient`, a ``FunctionChatModel``, a cache wrapper of one
+            (``inner`` model, ``cache.root`` folder), or any picklable model.
         role: What the model does (``qa model``, ``judge model``), for the error message.
         needs_pickle: True for worker processes (plain pickle: no lambdas); Ray pickles closures too.
 
@@ -52,6 +53,10 @@ def model_recipe(model: Any, *, role: str, needs_pickle: bool) -> Callable[[], A
         })
     elif isinstance(model, FunctionChatModel):
         recipe = functools.partial(_function_model, model.fn, model.model)
+    elif hasattr(model, "inner") and hasattr(getattr(model, "cache", None), "root"):
+        # a wrapper that puts a model behind a reply cache: rebuild the model, then wrap it again
+        inner = model_recipe(model.inner, role=role, needs_pickle=needs_pickle)
+        recipe = functools.partial(_wrapped_model, type(model), inner, str(model.cache.root))
     else:
         recipe = functools.partial(_identity, model)
     if needs_pickle:
@@ -63,6 +68,10 @@ def model_recipe(model: Any, *, role: str, needs_pickle: bool) -> Callable[[], A
                 "use a module-level reply function, or run with one worker"
             ) from None
     return recipe
+
+
+def _wrapped_model(wrapper: type, inner: Callable[[], Any], cache_root: str) -> Any:
+    return wrapper(inner(), cache_root)
 
 
 def _identity(model: Any) -> Any:

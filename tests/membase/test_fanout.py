@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import time
 
 import pytest
 
@@ -104,9 +105,17 @@ def test_a_worker_that_dies_fails_only_its_task():
     assert isinstance(results[2], TaskCrash) and "died" in results[2].error
 
 
-def test_an_error_raised_by_a_task_reaches_the_caller():
+def _sleep_or_refuse(value: int) -> int:
+    if value == 0:
+        time.sleep(120)
+    return _refuse_three(value)
+
+
+def test_an_error_raised_by_a_task_reaches_the_caller_at_once():
+    started = time.monotonic()
     with pytest.raises(ConfigError, match="three is refused"):
-        list(fan_out(_refuse_three, [(v,) for v in range(5)], FanOut(workers=2)))
+        list(fan_out(_sleep_or_refuse, [(v,) for v in range(5)], FanOut(workers=2)))
+    assert time.monotonic() - started < 60  # the sleeping task was stopped, not waited for
 
 
 def test_one_local_worker_runs_inline_in_input_order():
