@@ -95,3 +95,23 @@ def test_run_error_attribution_scores_a_strategy_against_the_export(labelled, tm
     # the flipped human label, not the benchmark's original annotation, is what was scored
     flipped = next(r for r in data["results"] if r["query_id"].startswith(f"query:{items[1].qa_id}@"))
     assert flipped["final_error_type"] != flipped["fault"]["error"].capitalize() + "Error"
+
+
+def test_the_page_runs_evidence_flow_as_the_cli_does(faultbench, tmp_path):
+    """The page's evidence_flow (annotated evidence) gives the CLI's verdict on every case of a split."""
+    import run_error_attribution
+    from annotation_interface.attribution import run_evidence_flow
+
+    result = tmp_path / "cli.json"
+    assert run_error_attribution.main([str(faultbench), "mem0", "--exploration-strategy", "evidence_flow",
+                                       "--starting-nodes-type", "source_evidence", "--retrieval-type", "sparse",
+                                       "--output-path", str(result), "--no-progress"]) == 0
+    graphs = {}
+    records = json.loads(result.read_text())["results"]
+    assert records
+    for rec in records:
+        pg = graphs.get(rec["graph_path"]) or graphs.setdefault(rec["graph_path"], load_graph(rec["graph_path"]))
+        qa = pg.index.qa(rec["query_id"].split(":", 1)[1].rsplit("@", 1)[0])
+        page = run_evidence_flow(pg, qa, "annotated")
+        cli = rec["error_attribution_result"]
+        assert (page["error_type"], page["op_id"]) == (cli["error_type"] or None, cli["op_id"] or None), qa.qa_id
