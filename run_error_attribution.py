@@ -504,12 +504,18 @@ def _check_output(output: Path, cache_dir: str | None) -> None:
 
 
 def _fan_out_plan(args: argparse.Namespace) -> Any:
+    """The fan-out flags; with ``--executor ray`` the cluster is joined here, before anything is written."""
+    from membase.exceptions import ConfigError
+    from membase.runners._executors import ensure_ray
     from toolkits._cli import fan_out_plan
 
     try:
-        return fan_out_plan(args)
-    except ValueError as exc:
+        plan = fan_out_plan(args)
+        if plan.executor == "ray":
+            ensure_ray(plan)
+    except (ValueError, ConfigError) as exc:
         raise _UsageError(str(exc)) from None
+    return plan
 
 
 def _attribute(runner: Any, cases: list[Any], graphs: list[Any], plan: Any, *, batch_size: int, **kwargs: Any) -> Any:

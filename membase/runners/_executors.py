@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from membase.exceptions import ConfigError
 from membase.runners._common import RunReport
 
 __all__ = [
@@ -195,11 +196,21 @@ def import_ray() -> Any:
 
 
 def ensure_ray(plan: FanOut) -> Any:
-    """Join the cluster of ``plan`` (or start a local instance) unless Ray is already up."""
+    """Join the cluster of ``plan`` (or start a local instance) unless Ray is already up.
+
+    Raises:
+        ImportError: When Ray is not installed.
+        ConfigError: When Ray cannot start or finds no cluster (``--ray-address auto`` with none running).
+    """
     ray = import_ray()
     if not ray.is_initialized():
-        ray.init(address=plan.ray_address, num_cpus=plan.ray_num_cpus if plan.ray_address is None else None,
-                 include_dashboard=False, log_to_driver=False, configure_logging=False)
+        try:
+            ray.init(address=plan.ray_address, num_cpus=plan.ray_num_cpus if plan.ray_address is None else None,
+                     include_dashboard=False, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            where = f"the Ray cluster at {plan.ray_address!r}" if plan.ray_address else "a local Ray instance"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"--executor ray: cannot start or join {where}: {first}") from None
     return ray
 
 

@@ -66,3 +66,27 @@ def test_a_task_whose_worker_died_fails_its_cases_and_the_rest_finish(run_folder
     assert run_error_attribution.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--workers", "2"]) == 0
     failures = [r["attribution_failure"] for r in json.loads(out.read_text())["results"]]
     assert failures == ["the worker process running this task died"] * 2 + [None, None]
+
+
+def test_ray_without_ray_installed_is_one_line_and_writes_nothing(run_folder, tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    out = tmp_path / "out.json"
+    assert run_error_attribution.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--executor", "ray"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --executor ray needs the Ray package: pip install 'memtrace-llm[ray]'"
+    assert list(tmp_path.iterdir()) == []  # no output, no journal
+
+
+def test_no_ray_cluster_to_join_is_one_line_and_writes_nothing(run_folder, tmp_path, capsys, monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'memtrace-llm[ray]')")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance is already up in this process: nothing to join")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = tmp_path / "out.json"
+    argv = [str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--executor", "ray", "--ray-address", "auto"]
+    assert run_error_attribution.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --executor ray: cannot start or join the Ray cluster at 'auto': ")
+    assert list(tmp_path.iterdir()) == []
