@@ -348,7 +348,7 @@ def subgraph_figure(
             mode="markers+text", name=category,
             text=[_short(n) if show_all_labels or n.full_node_id in focus or n.full_node_id in states else ""
                   for n in members],
-            textposition="middle right",
+            textposition="top right",
             textfont={"size": 9},
             marker={"size": sizes, "color": color, "line": {"color": line_colors, "width": line_widths}},
             customdata=[["node", n.full_node_id] for n in members],

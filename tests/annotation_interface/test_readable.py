@@ -48,7 +48,7 @@ def test_trail_figure_has_a_ring_legend_and_labels_beside_nodes(faultbench):
     names = [t.name for t in fig.data]
     assert "ring: the information is still there" in names
     labelled = [t for t in fig.data if t.mode == "markers+text"]
-    assert labelled and all(t.textposition == "middle right" for t in labelled)
+    assert labelled and all(t.textposition == "top right" for t in labelled)
     plain = subgraph_figure(trail_subgraph(pg, steps).graph)
     assert not any(str(t.name).startswith("ring:") for t in plain.data)  # no rings, no ring legend
 
