@@ -106,13 +106,16 @@ class LLMJudge:
     answer: str
     name: str = "llm"
     usage: _Usage = field(default_factory=_Usage)
+    _excerpts: dict[str, str] = field(default_factory=dict, repr=False)
 
     def describe(self) -> str:
         """What is followed."""
         return f"the fact {self.fact[:120]!r} (judged by the model {self.factory.model_name})"
 
     def _key(self, text: str) -> tuple[str, str, str]:
-        return (self.fact, self.answer, text)
+        # the verdict depends only on what the model is shown: the versions of a growing buffer
+        # that keep the fact's line unchanged share one question
+        return (self.fact, self.answer, self._excerpt(text))
 
     def _excerpt(self, text: str) -> str:
         """A long text (a buffer, a whole context) as the lines that speak of the fact: those with the
@@ -120,6 +123,12 @@ class LLMJudge:
         limit = self.factory.max_text_chars
         if len(text) <= limit:
             return text
+        cached = self._excerpts.get(text)
+        if cached is None:
+            cached = self._excerpts[text] = self._cut(text, limit)
+        return cached
+
+    def _cut(self, text: str, limit: int) -> str:
         lines = [line for line in text.splitlines() if line.strip()]
         fact_words = frozenset().union(*(f.tokens for f in self.rules.facts))
         answer = self.rules.answer_tokens
@@ -143,8 +152,12 @@ class LLMJudge:
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Ask about every text of ``texts`` not yet judged, in batches."""
-        pending = list(dict.fromkeys(t for t in texts if self.factory.cached(self._key(t)) is None
-                                     and self._worth_asking(t)))
+        by_key: dict[tuple[str, str, str], str] = {}
+        for text in texts:
+            key = self._key(text)
+            if key not in by_key and self.factory.cached(key) is None and self._worth_asking(text):
+                by_key[key] = text
+        pending = list(by_key.values())
         for start in range(0, len(pending), self.factory.batch_size):
             self._ask(pending[start:start + self.factory.batch_size])
 
@@ -202,7 +215,7 @@ class LLMJudgeFactory:
     """Re-asks after an unparsable reply."""
     ask_floor: float = 0.3
     """Rules score below which a text is not put to the model."""
-    max_text_chars: int = 1200
+    max_text_chars: int = 600
     """Longer texts are shown as their lines that speak of the fact, up to this many characters."""
     name: str = "llm"
     _cache: dict[tuple[str, str, str], Assessment] = field(default_factory=dict, repr=False)
