@@ -303,6 +303,8 @@ def test_an_inferred_answer_with_nothing_given_follows_the_message_closest_to_th
         assert _verdict(result) == ("ExtractionError", op)
         assert "the conversation's message closest to the question" in result["reason"]
         assert result["confidence"] < _attr(toy, case, [msg])["confidence"]
+        assert any("uncertain seed" in (step.get("note") or "") for step in result["trail"])
+    assert not any("uncertain seed" in (step.get("note") or "") for step in _attr(toy, case, [msg])["trail"])
     # a question whose content words no message holds still has no evidence
     other = case_factory(ids["query"], "7 May 2023", [], question="When did Caroline adopt a puppy?")
     assert _attr(toy, other, None)["status"] == "evidence_absent"
