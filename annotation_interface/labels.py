@@ -113,10 +113,13 @@ def _replay_label(record: dict[str, Any]) -> Label | None:
         return Label(source="replay", error_type=label, op_id=None)
     replay = record.get("replay")
     if isinstance(replay, dict):
-        verdict = replay.get("verdict") or replay.get("status") or ""
-        return Label(source="replay", error_type=_text(replay.get("error_type")), op_id=_text(replay.get("op_id")),
-                     reason=" · ".join(f"{k}: {v}" for k, v in replay.items() if isinstance(v, str | int | float | bool))
-                     or str(verdict))
+        # the blamed op was repaired and the case replayed: a rescue confirms the attribution's
+        # label, no rescue leaves the case without a replay label
+        result = record.get("error_attribution_result") or {}
+        rescued = replay.get("rescued") is True
+        facts = " · ".join(f"{k}: {v}" for k, v in replay.items() if isinstance(v, str | int | float | bool))
+        return Label(source="replay", error_type=_text(result.get("error_type")) if rescued else None,
+                     op_id=_text(result.get("op_id")) if rescued else None, reason=facts)
     return None
 
 

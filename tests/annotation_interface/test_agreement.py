@@ -73,13 +73,18 @@ def test_attribution_output_is_matched_to_the_dataset_cases(tmp_path):
         {"query_id": "query:q2@1", "graph_path": "/x/mem0/g.json",
          "error_attribution_result": {"error_type": "ResponseError", "op_id": "op-2", "reason": ""},
          "replay": {"rescued": True, "op_id": "op-2"}},
+        {"query_id": "query:q3@1", "graph_path": "/x/mem0/g.json",
+         "error_attribution_result": {"error_type": "ResponseError", "op_id": "op-3", "reason": ""},
+         "replay": {"rescued": False}},
         {"query_id": "query:q9@1", "graph_path": "/x/mem0/other.json", "error_attribution_result": {}},
     ]}))
-    auto = load_attribution_output(out, [("mem0/g.json", "q1"), ("mem0/g.json", "q2")])
+    auto = load_attribution_output(out, [("mem0/g.json", "q1"), ("mem0/g.json", "q2"), ("mem0/g.json", "q3")])
     assert auto.name == "graph_search" and auto.unmatched == 1
     assert auto.labels[("mem0/g.json", "q1")].error_type == "UpdateError"
+    assert auto.replay[("mem0/g.json", "q3")].error_type is None  # not rescued: no replay label
     assert auto.replay[("mem0/g.json", "q1")].error_type == "RetrievalError"
-    assert auto.replay[("mem0/g.json", "q2")].op_id == "op-2" and "rescued: True" in auto.replay[("mem0/g.json", "q2")].reason
+    rescued = auto.replay[("mem0/g.json", "q2")]  # a rescue confirms the attribution's label
+    assert (rescued.error_type, rescued.op_id) == ("ResponseError", "op-2") and "rescued: True" in rescued.reason
     bad = tmp_path / "bad.json"
     bad.write_text('{"results": [{"graph_path": "x"}]}')
     with pytest.raises(AttributionOutputError, match="bad.json: record 0 has no query_id"):
