@@ -240,7 +240,10 @@ def _run_online(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     if _is_online(args):
         return _run_online(args)
-    summary = {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
+    from membase.runners._executors import shared_workers
+
+    with shared_workers(_fan_out(args)):  # the three stages start their worker processes once
+        summary = {"construction": _construct(args), "search": _search(args), "evaluation": _evaluate(args)}
     _write_replay_manifest(args)
     return summary
 

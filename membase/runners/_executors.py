@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +40,7 @@ __all__ = [
     "fan_out",
     "import_ray",
     "ray_missing_message",
+    "shared_workers",
 ]
 
 EXECUTORS = ("local", "ray")
@@ -122,6 +125,48 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
+class _SharedPool:
+    """One pool of worker processes lent to every fan-out of a block; replaced when it breaks."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def get(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = _new_pool(self.workers)
+        return self._pool
+
+    def drop(self, *, stop: bool) -> None:
+        if self._pool is not None:
+            if stop:
+                _stop_workers(self._pool)
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+_SHARED_POOL: ContextVar[_SharedPool | None] = ContextVar("membase_shared_worker_pool", default=None)
+
+
+@contextmanager
+def shared_workers(plan: FanOut) -> Iterator[None]:
+    """Keep one pool of ``plan.workers`` processes for every fan-out inside the block.
+
+    The stages of ``python -m membase run`` then start their workers (interpreter, imports) once
+    instead of once per stage. Inline and Ray plans need no pool: the block does nothing for them.
+    """
+    if plan.inline or plan.executor != "local":
+        yield
+        return
+    shared = _SharedPool(plan.workers or 1)
+    token = _SHARED_POOL.set(shared)
+    try:
+        yield
+    finally:
+        _SHARED_POOL.reset(token)
+        shared.drop(stop=False)
+
+
 def _process_fan_out(task: Callable[..., Any], payloads: Sequence[tuple[Any, ...]], workers: int
                      ) -> Iterator[tuple[int, Any]]:
     queue = deque(range(len(payloads)))
@@ -138,9 +183,12 @@ def _run_pool(task: Callable[..., Any], payloads: Sequence[tuple[Any, ...]], que
               ) -> Iterator[tuple[int, Any]]:
     """Run queued tasks with at most ``workers`` in flight; returns the in-flight tasks of a pool
     that broke (the queue keeps the ones never started)."""
-    pool = _new_pool(workers)
+    shared = _SHARED_POOL.get()
+    if shared is not None and shared.workers != workers:
+        shared = None  # the one-at-a-time reruns after a crash get a pool of their own
+    pool = shared.get() if shared is not None else _new_pool(workers)
     running: dict[Future[Any], int] = {}
-    finished = False
+    finished = healthy = False
     try:
         while queue or running:
             while queue and len(running) < workers:
@@ -159,12 +207,16 @@ def _run_pool(task: Callable[..., Any], payloads: Sequence[tuple[Any, ...]], que
             if broken:
                 finished = True
                 return sorted([*broken, *running.values()])
-        finished = True
+        finished = healthy = True
         return []
     finally:
-        if not finished:  # an error, Ctrl-C or a caller that stopped reading: do not wait for the tasks
-            _stop_workers(pool)
-        pool.shutdown(wait=True, cancel_futures=True)
+        if shared is not None:
+            if not healthy:
+                shared.drop(stop=not finished)
+        else:
+            if not finished:  # an error, Ctrl-C or a caller that stopped reading: do not wait for the tasks
+                _stop_workers(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

@@ -13,7 +13,7 @@ import pytest
 from membase.cli import main
 from membase.exceptions import ConfigError
 from membase.runners._canonical import canonical_file, run_differences
-from membase.runners._executors import FanOut, TaskCrash, fan_out
+from membase.runners._executors import FanOut, TaskCrash, fan_out, shared_workers
 from membase.runners._portable_models import model_recipe
 from tests.membase._fanout_data import write_dataset
 
@@ -116,6 +116,21 @@ def test_an_error_raised_by_a_task_reaches_the_caller_at_once():
     with pytest.raises(ConfigError, match="three is refused"):
         list(fan_out(_sleep_or_refuse, [(v,) for v in range(5)], FanOut(workers=2)))
     assert time.monotonic() - started < 60  # the sleeping task was stopped, not waited for
+
+
+def _pid(_value: int) -> int:
+    return os.getpid()
+
+
+def test_the_stages_of_a_run_share_their_worker_processes_and_a_crash_replaces_them():
+    with shared_workers(FanOut(workers=2)):
+        first = {pid for _, pid in fan_out(_pid, [(v,) for v in range(6)], FanOut(workers=2))}
+        second = {pid for _, pid in fan_out(_pid, [(v,) for v in range(6)], FanOut(workers=2))}
+        assert second <= first and os.getpid() not in first  # the same worker processes, not new ones
+        crashed = dict(fan_out(_tenfold_or_die, [(v,) for v in range(4)], FanOut(workers=2)))
+        assert isinstance(crashed[2], TaskCrash) and crashed[3] == 30
+        after = {pid for _, pid in fan_out(_pid, [(v,) for v in range(4)], FanOut(workers=2))}
+        assert after.isdisjoint(first)  # the broken pool was replaced
 
 
 def test_one_local_worker_runs_inline_in_input_order():
