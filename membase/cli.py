@@ -110,6 +110,17 @@ def _chat_model(spec: str, args: argparse.Namespace) -> Any:
                               max_retries=args.max_retries)
 
 
+def _layer_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The layer config; a layer's own model calls go through the run's call cache too."""
+    from membase.clients.cached import layer_config_with_cache
+
+    layer_type, memory_config = _load_layer_config(args.layer_config)
+    cache = _call_cache(args)
+    if cache is not None:
+        memory_config = layer_config_with_cache(layer_type, memory_config, str(Path(cache) / "layer"))
+    return layer_type, memory_config
+
+
 def _call_cache(args: argparse.Namespace) -> str | None:
     """`--cache-dir`, else `<output-dir>/call_cache` (what makes the run cheap to replay), unless `--no-call-cache`."""
     from membase.replay.manifest import CACHE_FOLDER
@@ -141,7 +152,7 @@ def _paths(args: argparse.Namespace) -> tuple[str, str]:
 def _construct(args: argparse.Namespace, online: Any = None) -> dict[str, Any]:
     from membase.runners import ConstructionRunner, ConstructionRunnerConfig
 
-    layer_type, memory_config = _load_layer_config(args.layer_config)
+    layer_type, memory_config = _layer_config(args)
     save_dir, traced = _paths(args)
     config = ConstructionRunnerConfig(
         layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,
@@ -167,7 +178,7 @@ def _construct_online(args: argparse.Namespace, config: Any, online: Any) -> dic
 def _search_runner(args: argparse.Namespace) -> Any:
     from membase.runners import SearchRunner, SearchRunnerConfig
 
-    layer_type, memory_config = _load_layer_config(args.layer_config)
+    layer_type, memory_config = _layer_config(args)
     save_dir, traced = _paths(args)
     return SearchRunner(SearchRunnerConfig(
         layer_type=layer_type, memory_config=memory_config, save_dir=save_dir, traced_data_save_dir=traced,

@@ -219,6 +219,8 @@ class TracedRun:
     results: list[dict[str, Any]]
     """The evaluation runner's rows (``qa_pair``, ``prediction``, ``metrics``, ...), in search order."""
     calls: dict[CallKey, list[tuple[str, str | None]]] = field(default_factory=dict)
+    layer: Any = None
+    """The layer that answered the questions (the reloaded one when the run reloaded)."""
 
 
 class RunFailed(RuntimeError):
@@ -240,6 +242,7 @@ def run_traced(
     work_dir: str | Path | None = None,
     on_recorder: Callable[[CallRecorder], None] | None = None,
     stages: Sequence[str] = ("construction", "search", "evaluation"),
+    reload: Callable[[], Any] | None = None,
 ) -> TracedRun:
     """Run ``layer`` over ``trajectory`` and answer ``qas`` with membase's three runners.
 
@@ -258,6 +261,10 @@ def run_traced(
         on_recorder: called with the installed recorder (lets a caller see the calls as they happen).
         stages: ``("search", "evaluation")`` skips construction: ``layer`` is already built and
             ``<work_dir>/traces/<trajectory>/graph_construction.json`` holds its construction graph.
+        reload: after construction, close the layer and search with ``reload()`` — a new layer on
+            the same ``save_dir`` that loads the saved memory — as ``python -m membase run`` does
+            (a store reloaded from disk may rank near-ties differently from the live one).
+            ``TracedRun.layer`` is then the reloaded layer.
 
     Raises:
         RunFailed: a runner stage failed.
@@ -287,6 +294,10 @@ def run_traced(
                     _check(ConstructionRunner(ConstructionRunnerConfig(
                         layer_type=layer.layer_type, save_dir=save_dir, traced_data_save_dir=traced,
                         show_progress=False, rerun=True)).run(dataset), "construction")
+            if reload is not None and "construction" in stages:
+                recorder = _reloaded(recorder, reload)
+                layer = recorder.layer
+            with live_layer(layer):
                 _check(SearchRunner(SearchRunnerConfig(
                     layer_type=layer.layer_type, save_dir=save_dir, traced_data_save_dir=traced, top_k=top_k,
                     show_progress=False)).run(dataset), "search")
@@ -302,7 +313,20 @@ def run_traced(
             export = json.loads((Path(traced) / trajectory.id / "graph_evaluation.json").read_text(encoding="utf-8"))
         finally:
             recorder.uninstall()
-    return TracedRun(export=export, results=results, calls=recorder.calls)
+    return TracedRun(export=export, results=results, calls=recorder.calls, layer=layer)
+
+
+def _reloaded(recorder: CallRecorder, reload: Callable[[], Any]) -> CallRecorder:
+    """Close the built layer, open the saved memory in a new one, and record its calls in the same book."""
+    recorder.uninstall()
+    recorder.layer.cleanup()
+    layer = reload()
+    if not layer.load_memory(layer.config.user_id):
+        raise RunFailed("the reloaded layer found no saved memory")
+    fresh = CallRecorder(layer, recorder.intervention)
+    fresh.calls, fresh.questions, fresh.index = recorder.calls, recorder.questions, recorder.index
+    fresh.install()
+    return fresh
 
 
 def _check(report: Any, stage: str) -> None:

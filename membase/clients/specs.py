@@ -13,6 +13,7 @@ import functools
 import importlib
 from typing import Any
 
+from membase.clients.cached import cached
 from membase.exceptions import ConfigError
 
 __all__ = ["resolve_chat_model"]
@@ -35,9 +36,9 @@ def resolve_chat_model(
         from membase.clients.fake import FunctionChatModel
 
         reply = spec.split(":", 1)[1]
-        return FunctionChatModel(functools.partial(_fixed_reply, reply), model=spec)  # picklable for --workers
+        return cached(FunctionChatModel(functools.partial(_fixed_reply, reply), model=spec), cache_dir)  # picklable
     if spec.startswith("py:"):
-        return _factory(spec)()
+        return cached(_factory(spec)(), cache_dir)
     from membase.clients import ChatClient, CredentialPool
 
     pool = CredentialPool.resolve(api_config_path=api_config)

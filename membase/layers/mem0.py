@@ -156,9 +156,10 @@ class Mem0Config(MemBaseConfig):
 
 def _build_chat_model(config: Mem0Config) -> Any:
     if config.llm_provider == "fake":
+        from membase.clients.cached import cached
         from membase.layers.mem0_fake import make_mem0_fake
 
-        return make_mem0_fake(model=config.llm_model)
+        return cached(make_mem0_fake(model=config.llm_model), config.llm_config.get("cache_dir"))
     opts = config.llm_config
     return build_chat_client(
         config.llm_model,

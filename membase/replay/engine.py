@@ -158,10 +158,14 @@ class RunReplayer:
                                   timeout=m.timeout, max_retries=m.max_retries)
 
     def _layer(self, trajectory_id: str, work: Path) -> Any:
+        from membase.clients.cached import layer_config_with_cache
         from membase.layers import build_layer
 
-        return build_layer(self.manifest.layer_type, user_id=trajectory_id, save_dir=str(work / "layer"),
-                           **self.manifest.memory_config)
+        config = self.manifest.memory_config
+        cache = self.manifest.cache_path(self.run_dir)
+        if cache is not None:
+            config = layer_config_with_cache(self.manifest.layer_type, config, str(Path(cache) / "layer"))
+        return build_layer(self.manifest.layer_type, user_id=trajectory_id, save_dir=str(work / "layer"), **config)
 
     def _run(self, trajectory_id: str, qas: Sequence[Any], intervention: Intervention | None, *,
              qa_model: Any = None, keep: bool = False) -> tuple[TracedRun, int, int, float, Any, Path]:
@@ -179,11 +183,15 @@ class RunReplayer:
                                  qa_model=qa_model or self._model(self.manifest.qa_model),
                                  judge_model=self._model(self.manifest.judge_model),
                                  dataset_type=self.manifest.dataset_type, metrics=self._metrics(),
-                                 work_dir=work)
-        finally:
-            if not keep:
-                _close(layer)
-                shutil.rmtree(work, ignore_errors=True)
+                                 work_dir=work, reload=lambda: self._layer(trajectory_id, work))
+            layer = run.layer
+        except BaseException:
+            _close(layer)
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        if not keep:
+            _close(layer)
+            shutil.rmtree(work, ignore_errors=True)
         return run, meter.calls, meter.tokens, time.perf_counter() - started, layer, work
 
     def _metrics(self) -> list[str]:

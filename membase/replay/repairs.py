@@ -9,7 +9,8 @@ what that call returns or keeps, never what later calls do (downstream ops run f
   a Mem0 UPDATE of a unit that held the information becomes NONE);
 * ``deletion`` — the unit is not deleted (a Mem0 DELETE becomes NONE);
 * ``retrieval`` — the unit that holds the information is among the op's results, in place of the
-  lowest-ranked result (the context budget is kept).
+  lowest-ranked result (the context budget is kept); only a unit the store holds at query time
+  qualifies (Long-Context reads its whole memory, so its retrieval has no repair).
 
 "Holds the information" is :class:`Evidence.holds`: a text states one of the golden answers, or
 most of the words of one of the source-evidence messages. Response errors have no repair: the
@@ -129,6 +130,26 @@ class _BufferRepair(Repair):
             yield
 
     @contextlib.contextmanager
+    def _keeping_lines(self, layer: Any) -> Iterator[None]:
+        """Lines holding the information that the buffer update drops stay (inside the op, so the
+        unit version the op records is the repaired one)."""
+        original = layer._buffer_and_get_doc
+
+        def feed(text: str | None = None) -> str | None:
+            before = list(zip(layer._buffer, layer._buffer_tokens, strict=True))
+            doc = original(text)
+            kept = set(layer._buffer)
+            lost = [(line, tokens) for line, tokens in before if line not in kept and self.evidence.holds(line)]
+            if lost:
+                layer._buffer[:0] = [line for line, _ in lost]
+                layer._buffer_tokens[:0] = [tokens for _, tokens in lost]
+                self.done(f"the buffer keeps {len(lost)} line(s) the update dropped")
+            return doc
+
+        with patch_attr(layer, "_buffer_and_get_doc", feed):
+            yield
+
+    @contextlib.contextmanager
     def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
         if not self.acting():
             yield
@@ -138,14 +159,8 @@ class _BufferRepair(Repair):
                 yield
             return
         if self.stage == "update":
-            before = list(zip(layer._buffer, layer._buffer_tokens, strict=True))
-            yield
-            kept = set(layer._buffer)
-            lost = [(line, tokens) for line, tokens in before if line not in kept and self.evidence.holds(line)]
-            if lost:
-                layer._buffer[:0] = [line for line, _ in lost]
-                layer._buffer_tokens[:0] = [tokens for _, tokens in lost]
-                self.done(f"the buffer keeps {len(lost)} line(s) the update dropped")
+            with self._keeping_lines(layer):
+                yield
             return
         raise RepairUnsupported(f"no {self.stage} repair for a buffer update of {type(layer).__name__}")
 
@@ -158,29 +173,6 @@ class LongContextRepair(_BufferRepair):
         from membase.layers.long_context import format_message
 
         return format_message(message)
-
-    @contextlib.contextmanager
-    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
-        if not (self.acting() and self.stage == "retrieval"):
-            yield
-            return
-        from membase.utils.tokens import count_tokens
-
-        saved = (list(layer._buffer), list(layer._buffer_tokens))
-        missing = self._missing(layer)
-        if missing:
-            budget = sum(layer._buffer_tokens)
-            add = [count_tokens(line, getattr(layer, "_buffer_model", None)) for line in missing]
-            lines, tokens = list(layer._buffer), list(layer._buffer_tokens)
-            while lines and sum(tokens) + sum(add) > budget:  # the oldest lines make room
-                del lines[0], tokens[0]
-            layer._buffer[:], layer._buffer_tokens[:] = missing + lines, add + tokens
-            self.done(f"the retrieved memory holds {len(missing)} evidence line(s) in place of the oldest lines")
-        with _lenient_graph():
-            try:
-                yield
-            finally:
-                layer._buffer[:], layer._buffer_tokens[:] = saved
 
 
 class NaiveRAGRepair(_BufferRepair):
@@ -366,22 +358,6 @@ class _RewritingModel:
         return result if text == result.text else replace(result, text=text)
 
 
-@contextlib.contextmanager
-def _lenient_graph() -> Iterator[None]:
-    """A returned snapshot that differs from the stored unit becomes a new version instead of an error."""
-    from smartcomment import current_graph
-
-    graph = current_graph()
-    strict = graph.strict if graph is not None else None
-    if graph is not None:
-        graph.strict = False
-    try:
-        yield
-    finally:
-        if graph is not None:
-            graph.strict = strict
-
-
 _REPAIRS: dict[str, type[Repair]] = {
     "Long-Context": LongContextRepair,
     "NaiveRAG": NaiveRAGRepair,
@@ -402,6 +378,8 @@ def make_repair(layer_type: str, *, key: CallKey, stage: str, op_name: str, evid
         raise RepairUnsupported(f"no repairs for the {layer_type} layer yet (supported: {', '.join(_REPAIRS)})")
     if stage == "deletion" and cls is not Mem0Repair:
         raise RepairUnsupported(f"the {layer_type} layer deletes nothing, so it has no deletion repair")
+    if stage == "retrieval" and cls is LongContextRepair:
+        raise RepairUnsupported("Long-Context retrieval returns the whole memory: it cannot miss what the memory holds")
     if stage == "retrieval" and key[0] != "retrieve":
         raise RepairUnsupported(f"op {op_name!r} was not recorded by a retrieval call, so it has no retrieval repair")
     if stage != "retrieval" and key[0] == "retrieve":

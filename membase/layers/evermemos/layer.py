@@ -48,9 +48,10 @@ class _WithDefaults:
 def _build_chat_model(config: EverMemOSConfig) -> Any:
     llm = config.llm_config
     if llm.provider == "fake":
+        from membase.clients.cached import cached
         from membase.layers.evermemos.fake import make_evermemos_fake
 
-        return make_evermemos_fake(model=llm.model)
+        return cached(make_evermemos_fake(model=llm.model), llm.cache_dir)
     return build_chat_client(
         llm.model,
         api_config_path=llm.api_config_path,
