@@ -224,10 +224,14 @@ def _filters(state: QueueState) -> None:
     ops = sorted({lab.op_id for i in state.items for lab in state.labels_of(i.ref)
                   if lab.op_id and not lab.source.startswith("human:")})
     c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
-    c1.selectbox("Split", [ANY, *splits], key="q_split")
-    c2.selectbox("Predicted error type", [ANY, *types], key="q_type")
-    c3.selectbox("Blamed op", [ANY, *ops], key="q_op")
-    c4.checkbox("Labels disagree", key="q_disagree")
+
+    def first_page() -> None:
+        ss.q_page = 1
+
+    c1.selectbox("Split", [ANY, *splits], key="q_split", on_change=first_page)
+    c2.selectbox("Predicted error type", [ANY, *types], key="q_type", on_change=first_page)
+    c3.selectbox("Blamed op", [ANY, *ops], key="q_op", on_change=first_page)
+    c4.checkbox("Labels disagree", key="q_disagree", on_change=first_page)
 
 
 def queue_view(state: QueueState, open_case: OpenCase, base: str) -> None:

@@ -137,3 +137,16 @@ def test_agreement_table_scores_a_loaded_output_and_exports(app, faultbench, tmp
     assert any("Exported 1 case(s)" in s.value for s in at.success)
     exported = json.loads(next((tmp_path / "bench").glob("*/*.json")).read_text())
     assert exported["data"]["annotations"][0]["final_error_type"] == "AnnotationError"
+
+
+def test_queue_filters_and_pages(app, faultbench, items):
+    at = _ok(app(faultbench))
+    at.radio(key="view").set_value("Queue").run()
+    assert f"0 of {len(items)} annotated" in _md(at) and at.number_input(key="q_page").max == -(-len(items) // 15)
+    at.number_input(key="q_page").set_value(2).run()
+    at.selectbox(key="q_split").select("rag").run()
+    _ok(at)
+    rag = [i for i in items if i.split == "rag"]
+    assert f"0 of {len(rag)} annotated" in _md(at)
+    assert at.session_state["q_page"] == 1  # a new filter starts at its first page
+    assert all(i.qa_id in _md(at) for i in rag[:15])
