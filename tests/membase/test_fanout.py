@@ -126,11 +126,11 @@ def test_the_stages_of_a_run_share_their_worker_processes_and_a_crash_replaces_t
     with shared_workers(FanOut(workers=2)):
         first = {pid for _, pid in fan_out(_pid, [(v,) for v in range(6)], FanOut(workers=2))}
         second = {pid for _, pid in fan_out(_pid, [(v,) for v in range(6)], FanOut(workers=2))}
-        assert second <= first and os.getpid() not in first  # the same worker processes, not new ones
+        assert len(first | second) <= 2 and os.getpid() not in first  # the same two workers, no new ones
         crashed = dict(fan_out(_tenfold_or_die, [(v,) for v in range(4)], FanOut(workers=2)))
         assert isinstance(crashed[2], TaskCrash) and crashed[3] == 30
         after = {pid for _, pid in fan_out(_pid, [(v,) for v in range(4)], FanOut(workers=2))}
-        assert after.isdisjoint(first)  # the broken pool was replaced
+        assert after.isdisjoint(first | second)  # the broken pool was replaced
 
 
 def test_one_local_worker_runs_inline_in_input_order():
