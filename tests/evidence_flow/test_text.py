@@ -90,8 +90,9 @@ def test_the_answer_must_come_with_its_fact():
 
 
 def test_a_common_answer_needs_more_of_its_fact_around_it():
-    rare = _probe("The adoption meeting made me so happy!", "happy", spread=1)
-    common = _probe("The adoption meeting made me so happy!", "happy", spread=4)
+    # ("made" is a light verb: no word of the fact's own, so the fact's words are adoption, agency, meeting)
+    rare = _probe("The adoption agency meeting made me so happy!", "happy", spread=1)
+    common = _probe("The adoption agency meeting made me so happy!", "happy", spread=4)
     text = "Caroline was happy after the meeting"
     assert rare.assess(text).present and not common.assess(text).present
     assert common.assess("Caroline: the adoption meeting made me so happy").present
@@ -120,7 +121,7 @@ class _Embedder:
 
 
 def test_the_embedding_second_opinion_only_rescues_paraphrased_context():
-    facts = statements("The adoption agency meeting yesterday made me so happy!", NAMES, "caroline")
+    facts = statements("The adoption agency meeting yesterday evening made me so happy!", NAMES, "caroline")
     def probe(embedder):
         from toolkits.evidence_flow.judges import EmbeddingJudge
 
@@ -129,7 +130,7 @@ def test_the_embedding_second_opinion_only_rescues_paraphrased_context():
                                 document_frequency={}, documents=10, answer_spread=4, answer_threshold=0.75,
                                 evidence_threshold=0.5)
         return EmbeddingJudge(rules=rules, embedder=embedder)
-    paraphrase = "Caroline felt happy after the adoption meeting"  # 2 of its 5 words: short of half
+    paraphrase = "Caroline felt happy after the adoption meeting"  # 2 of its 5 own words: short of half
     assert not probe(None).assess(paraphrase).present
     assert probe(_Embedder(similar=True)).assess(paraphrase).present
     no_answer = _Embedder(similar=True)

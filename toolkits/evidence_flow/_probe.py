@@ -44,14 +44,12 @@ from ._facts import (
     contrast_tokens,
     segments,
 )
-from ._text import stem, token_recall, token_sequence
+from ._text import LIGHT_VERBS, stem, token_recall, token_sequence
 
 __all__ = ["Assessment", "FactProbe"]
 
 _MAX_SCORE = 2.0
-# "went" meets the question's "go" (see _text._IRREGULAR) but says nothing of its own: no support
-# for a fact ("went to her pottery class" is not "went to the support group").
-_LIGHT_VERBS = frozenset({stem("go")})
+_LIGHT_VERBS = frozenset(map(stem, LIGHT_VERBS))
 _CONFLICT_SCORE = 0.2
 _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0

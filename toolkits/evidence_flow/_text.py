@@ -95,21 +95,25 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
 
 
-# Past forms of common irregular verbs, so that "Did Nora buy a car?" meets "I bought a car" (and
-# "I sold a car" does not), and "Where did Sam go?" meets "I went to Prague". Other light verbs (got,
-# made, took) stay as they are: as question words they would count double for any fact using them.
-_IRREGULAR = {
-    "bought": "buy", "sold": "sell", "won": "win", "lost": "lose", "ran": "run", "gave": "give", "given": "give",
-    "told": "tell", "taught": "teach", "met": "meet", "paid": "pay", "kept": "keep", "began": "begin",
-    "begun": "begin", "wrote": "write", "written": "write", "drove": "drive", "driven": "drive", "ate": "eat",
-    "eaten": "eat", "flew": "fly", "flown": "fly", "held": "hold", "brought": "bring", "thought": "think",
-    "spent": "spend", "sent": "send", "built": "build", "chose": "choose", "chosen": "choose", "broke": "break",
-    "broken": "break", "forgot": "forget", "forgotten": "forget", "grew": "grow", "grown": "grow", "knew": "know",
-    "known": "know", "rode": "ride", "ridden": "ride", "sang": "sing", "sung": "sing", "swam": "swim",
-    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "heard": "hear", "lent": "lend",
-    "caught": "catch", "fought": "fight", "sought": "seek", "stole": "steal", "stolen": "steal",
-    "went": "go", "gone": "go",
-}
+#: Light verbs carry little meaning of their own ("went to her pottery class" is not "went to the
+#: support group"): their forms still meet the question's verb, but the probe gives them no weight
+#: as a fact's own words.
+LIGHT_VERBS = frozenset("go get make take come have do".split())
+
+
+@lru_cache(maxsize=65536)
+def _irregular_lemma(token: str) -> str | None:
+    """The verb an irregular past form belongs to ("bought" → "buy", "went" → "go"; lemminflect's
+    tables), so that "Did Nora buy a car?" meets "I bought a car"; None for any other word."""
+    if len(token) < 3 or token.endswith(("ed", "ing", "s")):
+        return None
+    from lemminflect import getInflection, getLemma
+
+    lemma = next(iter(getLemma(token, upos="VERB")), token)
+    if lemma == token:
+        return None
+    past = set(getInflection(lemma, tag="VBD")) | set(getInflection(lemma, tag="VBN"))
+    return lemma if token in past else None
 
 
 @lru_cache(maxsize=65536)  # a conversation reuses a few thousand words across many texts
@@ -123,8 +127,9 @@ def stem(token: str) -> str:
     """
     if token in _NUMBER_WORDS:
         return _NUMBER_WORDS[token]
-    if token in _IRREGULAR:
-        return stem(_IRREGULAR[token])  # "gave" is "give", and "give" is "giv"
+    lemma = _irregular_lemma(token)
+    if lemma is not None:
+        return stem(lemma)  # "gave" is "give", and "give" is "giv"
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
     if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
