@@ -55,8 +55,8 @@ def qa_id_of(record: dict[str, Any]) -> str:
 
 
 def trajectory_of(record: dict[str, Any]) -> str:
-    """The trajectory a record's graph belongs to (``traced_data/<trajectory>/graph_*.json``)."""
-    return Path(str(record.get("graph_path", ""))).parent.name
+    """The trajectory of a record: its ``trajectory`` field, else its graph's folder (``traced_data/<trajectory>/``)."""
+    return str(record.get("trajectory") or Path(str(record.get("graph_path", ""))).parent.name)
 
 
 class _Journal:
@@ -169,7 +169,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
     """
     trajectory, qa_id = trajectory_of(record), qa_id_of(record)
     base = replayer.baseline(trajectory)
-    graph = json.loads(Path(str(record["graph_path"])).read_text(encoding="utf-8"))["data"]
+    graph = replayer.original_export(trajectory)["data"]
     evidence = replayer.evidence(trajectory, qa_id)
     holds = {_full_id(n): evidence.holds(_text_of(n.get("value"))) for n in graph["nodes"]}
     inputs: dict[str, set[str]] = defaultdict(set)
@@ -190,7 +190,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
             continue
         received = any(holds.get(n, False) for n in inputs[op_id])
         if received and not any(holds.get(n, False) for n in outputs[op_id]):
-            stages = ["extraction"] if key in evidence_calls else _later_loss_stages(replayer.manifest.layer_type, name)
+            stages = ["extraction"] if key in evidence_calls else _later_loss_stages(replayer.layer_type, name)
             out.extend((op_id, name, stage) for stage in stages)
     return out
 

@@ -75,8 +75,30 @@ class Baseline:
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     graph_divergence: str | None = None
     new_calls: int = 0
-    layer: Any = None
+    system: System | None = None
+    """The built system the baseline ran (its layer answers query-time replays)."""
     work: Path | None = None
+
+
+@dataclass(kw_only=True)
+class System:
+    """What one run of a trajectory is made of: the layer, the models, the interventions that are part of it."""
+
+    layer: Any
+    qa_model: Any
+    judge_model: Any
+    intervention: Intervention | None = None
+    """Interventions of the system itself (e.g. a benchmark's injected faults); a repair acts inside them."""
+    reload: Callable[[], Any] | None = None
+    """A new layer on the saved memory, for the search stage (None: the live layer answers)."""
+
+    def with_repair(self, repair: Intervention | None) -> Intervention | None:
+        """The system's interventions with ``repair`` innermost (it sees and fixes what they did)."""
+        if repair is None or self.intervention is None:
+            return repair or self.intervention
+        from membase.interventions import InterventionSet
+
+        return InterventionSet([self.intervention, repair])
 
 
 class RunReplayer:
@@ -99,6 +121,7 @@ class RunReplayer:
         self._dataset: Any = None
         self._results: dict[tuple[str, str], dict[str, Any]] | None = None
         self._baselines: dict[str, Baseline] = {}
+        self._exports: dict[str, dict[str, Any]] = {}
         self._scratch = Path(tempfile.mkdtemp(prefix="membase-replay-"))
 
     # -- the run's data -----------------------------------------------------------------------------
@@ -167,32 +190,52 @@ class RunReplayer:
             config = layer_config_with_cache(self.manifest.layer_type, config, str(Path(cache) / "layer"))
         return build_layer(self.manifest.layer_type, user_id=trajectory_id, save_dir=str(work / "layer"), **config)
 
-    def _run(self, trajectory_id: str, qas: Sequence[Any], intervention: Intervention | None, *,
-             qa_model: Any = None, keep: bool = False) -> tuple[TracedRun, int, int, float, Any, Path]:
-        """One traced run; returns (run, new calls, tokens, seconds, live layer, work folder)."""
+    def build_system(self, trajectory_id: str, work: Path, *, qa_model: Any = None) -> System:
+        """The run's system for one trajectory: its layer and models (subclasses add what else it is made of)."""
+        return System(layer=self._layer(trajectory_id, work), qa_model=qa_model or self._model(self.manifest.qa_model),
+                      judge_model=self._model(self.manifest.judge_model),
+                      reload=lambda: self._layer(trajectory_id, work))
+
+    def _run(self, trajectory_id: str, qas: Sequence[Any], repair: Intervention | None, *,
+             qa_model: Any = None, keep: bool = False) -> tuple[TracedRun, int, int, float, System, Path]:
+        """One traced run; returns (run, new calls, tokens, seconds, the system, work folder)."""
         from membase.clients.guard import allow_model_requests
         from membase.clients.usage import CallMeter
 
         traj, _ = self._trajectory(trajectory_id)
         work = Path(tempfile.mkdtemp(prefix=f"{trajectory_id}-", dir=self._scratch))
         started = time.perf_counter()
-        layer = self._layer(trajectory_id, work)
+        system = self.build_system(trajectory_id, work, qa_model=qa_model)
         try:
             with CallMeter() as meter, allow_model_requests(self.allow_new_calls):
-                run = run_traced(layer, traj, qas, intervention=intervention, top_k=self.manifest.top_k,
-                                 qa_model=qa_model or self._model(self.manifest.qa_model),
-                                 judge_model=self._model(self.manifest.judge_model),
-                                 dataset_type=self.manifest.dataset_type, metrics=self._metrics(),
-                                 work_dir=work, reload=lambda: self._layer(trajectory_id, work))
-            layer = run.layer
+                run = run_traced(system.layer, traj, qas, intervention=system.with_repair(repair),
+                                 top_k=self.top_k, qa_model=system.qa_model, judge_model=system.judge_model,
+                                 dataset_type=self.dataset_type, metrics=self._metrics(), work_dir=work,
+                                 reload=system.reload)
+            system.layer = run.layer
         except BaseException:
-            _close(layer)
+            _close(system.layer)
             shutil.rmtree(work, ignore_errors=True)
             raise
         if not keep:
-            _close(layer)
+            _close(system.layer)
             shutil.rmtree(work, ignore_errors=True)
-        return run, meter.calls, meter.tokens, time.perf_counter() - started, layer, work
+        return run, meter.calls, meter.tokens, time.perf_counter() - started, system, work
+
+    @property
+    def layer_type(self) -> str:
+        """The memory layer's registry name."""
+        return self.manifest.layer_type
+
+    @property
+    def top_k(self) -> int:
+        """Retrieval depth of the run."""
+        return self.manifest.top_k
+
+    @property
+    def dataset_type(self) -> str:
+        """The judge prompt's dataset."""
+        return self.manifest.dataset_type
 
     def _metrics(self) -> list[str]:
         return [m for m in self.manifest.metrics if m in ("f1", "bleu", "llm_judge")] or ["llm_judge"]
@@ -203,8 +246,8 @@ class RunReplayer:
         if trajectory_id in self._baselines:
             return self._baselines[trajectory_id]
         _, qas = self._trajectory(trajectory_id)
-        run, calls, _, _, layer, work = self._run(trajectory_id, qas, None, keep=True)
-        base = Baseline(trajectory_id=trajectory_id, new_calls=calls, layer=layer, work=work)
+        run, calls, _, _, system, work = self._run(trajectory_id, qas, None, keep=True)
+        base = Baseline(trajectory_id=trajectory_id, new_calls=calls, system=system, work=work)
         self._align(base, run)
         for row in run.results:
             qa_id = str(row["qa_pair"]["id"])
@@ -219,11 +262,10 @@ class RunReplayer:
         return base
 
     def _align(self, base: Baseline, run: TracedRun) -> None:
-        path = self.run_dir / "traced_data" / base.trajectory_id / "graph_evaluation.json"
         try:
-            ran = _ops(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError) as exc:
-            raise ReplayDataMissing(f"the run's graph {str(path)!r} cannot be read ({exc})") from None
+            ran = _ops(self.original_export(base.trajectory_id))
+        except KeyError as exc:
+            raise ReplayDataMissing(f"the run's graph of {base.trajectory_id!r} has no {exc}") from None
         replayed = _ops(run.export)
         call_of = {op_id: key for key, ops in run.calls.items() for op_id, _ in ops}
         base.ops = [(op_id, name) for op_id, name, _ in ran]
@@ -237,6 +279,16 @@ class RunReplayer:
                 base.op_calls[op_id] = (key, name)
         if len(ran) != len(replayed):
             base.graph_divergence = f"the run recorded {len(ran)} ops, the replay {len(replayed)}"
+
+    def original_export(self, trajectory_id: str) -> dict[str, Any]:
+        """The run's final graph of a trajectory (``graph_evaluation.json``) as exported JSON."""
+        if trajectory_id not in self._exports:
+            path = self.run_dir / "traced_data" / trajectory_id / "graph_evaluation.json"
+            try:
+                self._exports[trajectory_id] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ReplayDataMissing(f"the run's graph {str(path)!r} cannot be read ({exc})") from None
+        return self._exports[trajectory_id]
 
     def check(self, *, progress: Progress | None = None) -> dict[str, Any]:
         """Replay every trajectory with no repair; the run is reproduced when nothing differs and no call was new."""
@@ -291,7 +343,7 @@ class RunReplayer:
             evidence = self.evidence(trajectory_id, qa_id)
             if not evidence.messages and stage != "retrieval":
                 return ReplayOutcome(status="unsupported", stage=stage, note="the question names no evidence message")
-            repair = make_repair(self.manifest.layer_type, key=key, stage=stage, op_name=name or "", evidence=evidence)
+            repair = make_repair(self.layer_type, key=key, stage=stage, op_name=name or "", evidence=evidence)
         except RepairUnsupported as exc:
             return ReplayOutcome(status="unsupported", stage=stage, note=str(exc))
         outcome = self._replay_one(trajectory_id, qa_id, repair, query_time=key[0] == "retrieve")
@@ -338,6 +390,7 @@ class RunReplayer:
         from membase.clients.usage import CallMeter
 
         base = self.baseline(trajectory_id)
+        system = base.system
         traj, _ = self._trajectory(trajectory_id)
         work = Path(tempfile.mkdtemp(prefix="query-", dir=self._scratch))
         graph = Path("traces") / trajectory_id / "graph_construction.json"
@@ -346,11 +399,10 @@ class RunReplayer:
         started = time.perf_counter()
         try:
             with CallMeter() as meter, allow_model_requests(self.allow_new_calls):
-                run = run_traced(base.layer, traj, [qa], intervention=intervention, top_k=self.manifest.top_k,
-                                 qa_model=qa_model or self._model(self.manifest.qa_model),
-                                 judge_model=self._model(self.manifest.judge_model),
-                                 dataset_type=self.manifest.dataset_type, metrics=self._metrics(),
-                                 work_dir=work, stages=("search", "evaluation"))
+                run = run_traced(system.layer, traj, [qa], intervention=system.with_repair(intervention),
+                                 top_k=self.top_k, qa_model=qa_model or system.qa_model,
+                                 judge_model=system.judge_model, dataset_type=self.dataset_type,
+                                 metrics=self._metrics(), work_dir=work, stages=("search", "evaluation"))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return run, meter.calls, meter.tokens, time.perf_counter() - started
@@ -358,7 +410,8 @@ class RunReplayer:
     def close(self) -> None:
         """Release the kept layers and the scratch folder."""
         for base in self._baselines.values():
-            _close(base.layer)
+            if base.system is not None:
+                _close(base.system.layer)
         self._baselines.clear()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
