@@ -435,6 +435,16 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
+def _check_judge_credentials(config: Any) -> None:
+    """evidence_flow's llm judge calls the run's endpoint: say so before any case runs, not once per case."""
+    from toolkits._base import CredentialError, resolve_api_pool
+
+    try:
+        resolve_api_pool(config)
+    except CredentialError as exc:
+        raise _UsageError(f"--evidence-flow-judge llm needs a chat endpoint: {exc}") from None
+
+
 class _UsageError(Exception):
     """Bad input found before any case runs: printed as one ``error:`` line, exit 2."""
 
@@ -573,6 +583,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _UsageError(f"invalid settings: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    if config.exploration_strategy == "evidence_flow" and config.evidence_flow_judge == "llm":
+        _check_judge_credentials(config)
     plan = _fan_out_plan(args)
     from toolkits.replay_verify import check_replay_arguments
 

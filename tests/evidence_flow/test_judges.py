@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -187,13 +188,30 @@ def test_the_cli_runs_each_judge_and_records_it(tmp_path, monkeypatch):
                                      "final_error_type": "ExtractionError", "final_op_id": "x"}]
     (bench / "g1.json").write_text(json.dumps(graph))
     monkeypatch.setattr(_builtin_strategies, "_llm_judge", lambda ctx: LLMJudgeFactory(model=FunctionChatModel(_oracle)))
+    api = tmp_path / "api.json"
+    api.write_text(json.dumps({"api_keys": ["EMPTY"], "base_urls": ["http://127.0.0.1:9/v1"]}))
     for name in JUDGE_NAMES:
         out = tmp_path / f"{name}.json"
         code = run_error_attribution.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
                                            "--evidence-flow-judge", name, "--output-path", str(out), "--no-progress",
-                                           "--bootstrap-samples", "0", "--starting-nodes-type", "source_evidence"])
+                                           "--bootstrap-samples", "0", "--starting-nodes-type", "source_evidence",
+                                           "--api-config-path", str(api)])
         assert code == 0, name
         record = json.loads(out.read_text())["results"][0]
         assert record["evidence_flow"]["judge"]["name"] == name
     # the llm judge's calls are the run's costs
     assert record["attribution_usage"]["num_calls"] == record["evidence_flow"]["judge"]["calls"] > 0
+
+
+def test_the_llm_judge_without_credentials_is_one_error_line(tmp_path, capsys, monkeypatch):
+    import run_error_attribution
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    bench = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
+    code = run_error_attribution.main([str(bench), "rag", "--exploration-strategy", "evidence_flow",
+                                       "--evidence-flow-judge", "llm", "--output-path", str(tmp_path / "o.json"),
+                                       "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: --evidence-flow-judge llm needs a chat endpoint") and "\n" not in err
+    assert not (tmp_path / "o.json").exists()
