@@ -55,7 +55,7 @@ _ACTIVE_METERS: list[CallMeter] = []
 _METERS_LOCK = threading.Lock()
 
 
-@dataclass
+@dataclass(eq=False)  # identity, not counts: exiting a nested meter must unregister that meter, not an equal outer one
 class CallMeter:
     """Counts the calls that reached a model endpoint (cache hits and fake models excluded) while active.
 
