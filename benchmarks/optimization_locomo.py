@@ -11,6 +11,8 @@ Rows of the table:
 * **guided** — the parameter loop (:class:`toolkits.optimization.param_loop.ParameterRoundStep`):
   ``--rounds`` rounds, each a traced run, ``evidence_flow`` attribution of the missed questions,
   and a search over only the parameters found in the attributed operations' subgraphs;
+* **guided_own** — guided with ``--upstream-hops 0``: only the attributed operations' own
+  parameters (the behaviour before the upstream walk), an ablation;
 * **unguided** — the same search over every tunable parameter of the layer, one round, no
   attribution, the same number of objective evaluations (``--evaluations``, incumbents included);
 * **grid** — every point of a full grid (the ceiling a search could reach), the best point on
@@ -219,6 +221,12 @@ def run_guided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Pat
     return _loop(args, initial, train_obj, eval_obj, work / "guided", guided=True)
 
 
+def run_guided_own(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    """Guided, but only the attributed operations' own parameters (no upstream walk): the ablation."""
+    own = argparse.Namespace(**{**vars(args), "upstream_hops": 0})
+    return _loop(own, initial, train_obj, eval_obj, work / "guided_own", guided=True)
+
+
 def run_unguided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
     return _loop(args, initial, train_obj, eval_obj, work / "unguided", guided=False)
 
@@ -261,8 +269,9 @@ def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path)
     return row
 
 
-RUNNERS = {"default": run_default, "guided": run_guided, "unguided": run_unguided, "grid": run_grid}
-SEEDED = ("guided", "unguided")
+RUNNERS = {"default": run_default, "guided": run_guided, "guided_own": run_guided_own, "unguided": run_unguided,
+           "grid": run_grid}
+SEEDED = ("guided", "guided_own", "unguided")
 """Rows whose result depends on the seed (the others are deterministic)."""
 
 
