@@ -103,3 +103,18 @@ def test_relative_gain_is_the_difference_over_the_starting_score():
     after = [_output(str(i), "conv-a", 1.0 if i < 5 else 0.0) for i in range(10)]
     m = compare_runs(before, after, ["m"], bootstrap_samples=0)["metrics"]["m"]
     assert m["difference"] == pytest.approx(0.1) and m["relative_difference"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("choice, expected", [
+    ("qa", {"question_answering_prompt"}),
+    ("memory", {"custom_fact_extraction_prompt", "custom_update_memory_prompt", "top_k"}),
+    ("all", {"question_answering_prompt", "custom_fact_extraction_prompt", "custom_update_memory_prompt", "top_k"}),
+    (None, {"question_answering_prompt", "custom_fact_extraction_prompt", "custom_update_memory_prompt"}),
+])
+def test_target_sets_of_the_ablation(choice, expected):
+    import argparse
+
+    from toolkits.optimization.cli import _targets
+
+    chosen = _targets(argparse.Namespace(targets=choice), "Mem0")
+    assert {t.field for t in chosen} == expected
