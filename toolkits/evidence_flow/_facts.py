@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ._text import content_tokens, stem, text_lines
+from ._wordlists import words
 
 __all__ = [
     "ANCHOR_KINDS",
@@ -199,11 +200,7 @@ _POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
 _OPENERS = frozenset({"yes", "no", "wow", "oh", "well", "so", "and", "but", "also", "then", "now", "actually",
                       "anyway", "still", "honestly", "yeah", "ok", "okay"})
 # Whom "my ..." can name as the one a clause is about (not "my birthday", "Anya's flat").
-_RELATIONS = frozenset(
-    "mother mom mum father dad dad's parents sister brother son daughter kids kid children child wife husband "
-    "partner boyfriend girlfriend fiance fiancee friend friends boss colleague coworker neighbor neighbour cousin "
-    "aunt uncle niece nephew grandma grandmother grandpa grandfather grandson granddaughter dog cat puppy "
-    "kitten pet teacher coach roommate".split())
+_RELATIONS = words("relations")
 # "Big news: ...", "Update: ..." — a short label before the statement
 _LABEL = re.compile(r"^\s*(?:[A-Za-z'’\-]+\s+){0,2}[A-Za-z'’\-]+:\s+")
 

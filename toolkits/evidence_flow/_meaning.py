@@ -29,41 +29,10 @@ from functools import lru_cache
 
 from ._binding import BARRIER_WORDS, chunks
 from ._text import content_tokens, stem
+from ._wordlists import word_lines
 
 __all__ = ["opposite_word", "swapped_pair"]
 
-# Each line: words on one side, "/", their opposites. Stemmed at import, so every form meets.
-_OPPOSITE_LINES = """
-buy purchase / sell
-win beat / lose
-accept / decline reject refuse
-hire employ admit / reject fire dismiss
-love like enjoy adore / hate dislike detest
-start begin join / quit stop leave abandon
-pass succeed / fail
-open / close
-agree / disagree
-remember / forget
-arrive / depart
-include / exclude
-increase raise / decrease reduce
-approve / deny reject
-allow permit / forbid ban
-attend / skip miss
-book / cancel
-marry / divorce
-find / lose
-keep / sell
-easy / hard difficult
-cheap / expensive
-early / late
-good / bad
-better / worse
-best / worst
-big large / small
-true / false
-happy / sad unhappy
-"""
 _PREFIXES = ("dis", "un")
 _COORDINATORS = BARRIER_WORDS | {"so"}
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
@@ -75,7 +44,7 @@ _ALIGNED = 0.5
 
 def _opposites() -> dict[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
-    for line in _OPPOSITE_LINES.strip().splitlines():
+    for line in word_lines("opposites"):
         left, right = (frozenset(stem(w) for w in side.split()) for side in line.split("/"))
         for word in left:
             table.setdefault(word, set()).update(right)

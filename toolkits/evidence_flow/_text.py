@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
+from ._wordlists import words
+
 __all__ = [
     "DEFAULT_ANSWER_THRESHOLD",
     "DEFAULT_EMBEDDING_THRESHOLD",
@@ -41,18 +43,7 @@ DEFAULT_EVIDENCE_THRESHOLD = 0.5
 #: Cosine similarity that also counts as presence when an embedder is given.
 DEFAULT_EMBEDDING_THRESHOLD = 0.75
 
-# Closed-class English words that carry no fact. Month names, numbers and modal-looking
-# nouns ("may") are deliberately absent: dates are answers.
-_STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves s t d ll m re ve also yes yeah oh hey hi wow really thanks thank""".split()
-)
+_STOP_WORDS = words("stop_words")
 
 _TOKEN_RE = re.compile(r"[0-9a-z]+")
 _SPEAKER_KEYS = ("speaker_name", "name", "speaker", "sender", "user_name")
