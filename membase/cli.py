@@ -127,7 +127,7 @@ def _call_cache(args: argparse.Namespace) -> str | None:
 
     if getattr(args, "no_call_cache", False):
         return None
-    return args.cache_dir or str(Path(args.output_dir) / CACHE_FOLDER)
+    return getattr(args, "cache_dir", None) or str(Path(args.output_dir) / CACHE_FOLDER)
 
 
 def _fan_out(args: argparse.Namespace) -> Any:

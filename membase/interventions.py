@@ -114,6 +114,12 @@ class InterventionSet(Intervention):
                 stack.enter_context(part.around_retrieve(layer, qa))
             yield
 
+    def search_order(self, qas: Sequence[Any]) -> list[Any]:
+        ordered = list(qas)
+        for part in self.parts:
+            ordered = part.search_order(ordered)
+        return ordered
+
 
 def patch_attr(obj: Any, name: str, value: Any) -> contextlib.AbstractContextManager[None]:
     """Shadow ``obj.name`` with ``value`` for the duration of the block."""

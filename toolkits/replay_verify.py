@@ -27,6 +27,7 @@ __all__ = [
     "add_replay_arguments",
     "candidate_ops",
     "check_replay_arguments",
+    "earliest_rescue",
     "read_output",
     "replay_line",
     "replay_metrics",
@@ -197,7 +198,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
 
 def _full_id(node: dict[str, Any]) -> str:
     """A node's full id as edges name it (``class:...:name@version``)."""
-    return str(node.get("full_name") or f"{node.get('name')}@{node.get('version')}")
+    return str(node.get("full_node_id") or f"{node.get('full_name') or node.get('name')}@{node.get('version')}")
 
 
 def _text_of(value: Any) -> str:
@@ -226,6 +227,11 @@ def _later_loss_stages(layer_type: str, name: str | None) -> list[str]:
     if layer_type in ("Long-Context", "Mem0"):
         return ["update"]
     return ["extraction"]
+
+
+def earliest_rescue(replayer: RunReplayer, record: dict[str, Any], max_candidates: int = 12) -> dict[str, Any]:
+    """The case's counterfactual label: the earliest candidate op whose repair rescues the answer."""
+    return _earliest(replayer, _Journal(None), record, max_candidates)
 
 
 def _earliest(replayer: RunReplayer, journal: _Journal, record: dict[str, Any], limit: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ construction ops).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -29,7 +30,7 @@ from typing import Any
 from membase.exceptions import FATAL_ERRORS, MemBaseError
 from membase.interventions import CallKey, Intervention, RunFailed, TracedRun, run_traced
 from membase.replay.manifest import ReplayDataMissing, RunManifest, read_manifest
-from membase.replay.repairs import Evidence, RepairUnsupported, make_repair
+from membase.replay.repairs import VERBATIM_LAYERS, Evidence, RepairUnsupported, make_repair
 
 __all__ = ["Baseline", "ReplayOutcome", "RunReplayer"]
 
@@ -207,7 +208,7 @@ class RunReplayer:
         started = time.perf_counter()
         system = self.build_system(trajectory_id, work, qa_model=qa_model)
         try:
-            with CallMeter() as meter, allow_model_requests(self.allow_new_calls):
+            with CallMeter() as meter, allow_model_requests(self.allow_new_calls), self.run_context():
                 run = run_traced(system.layer, traj, qas, intervention=system.with_repair(repair),
                                  top_k=self.top_k, qa_model=system.qa_model, judge_model=system.judge_model,
                                  dataset_type=self.dataset_type, metrics=self._metrics(), work_dir=work,
@@ -221,6 +222,10 @@ class RunReplayer:
             _close(system.layer)
             shutil.rmtree(work, ignore_errors=True)
         return run, meter.calls, meter.tokens, time.perf_counter() - started, system, work
+
+    def run_context(self) -> contextlib.AbstractContextManager[Any]:
+        """Entered around every traced run (subclasses seed what their system draws at random)."""
+        return contextlib.nullcontext()
 
     @property
     def layer_type(self) -> str:
@@ -328,7 +333,8 @@ class RunReplayer:
         by_id = {m.id: m for s in traj.sessions for m in s.messages}
         by_dia = {str(m.metadata.get("dia_id")): m for m in by_id.values() if m.metadata.get("dia_id")}
         messages = [by_id.get(e) or by_dia.get(e) for e in wanted]
-        return Evidence(messages=[m for m in messages if m is not None], answers=list(qa.golden_answers))
+        return Evidence(messages=[m for m in messages if m is not None], answers=list(qa.golden_answers),
+                        verbatim=self.layer_type in VERBATIM_LAYERS)
 
     def repair(self, trajectory_id: str, qa_id: str, op_id: str, stage: str) -> ReplayOutcome:
         """Replay the question with the op repaired as its stage says; ``rescued`` when the answer turns right."""
@@ -398,7 +404,7 @@ class RunReplayer:
         shutil.copyfile(base.work / graph, work / graph)
         started = time.perf_counter()
         try:
-            with CallMeter() as meter, allow_model_requests(self.allow_new_calls):
+            with CallMeter() as meter, allow_model_requests(self.allow_new_calls), self.run_context():
                 run = run_traced(system.layer, traj, [qa], intervention=system.with_repair(intervention),
                                  top_k=self.top_k, qa_model=qa_model or system.qa_model,
                                  judge_model=system.judge_model, dataset_type=self.dataset_type,

@@ -12,8 +12,8 @@ what that call returns or keeps, never what later calls do (downstream ops run f
   lowest-ranked result (the context budget is kept); only a unit the store holds at query time
   qualifies (Long-Context reads its whole memory, so its retrieval has no repair).
 
-"Holds the information" is :class:`Evidence.holds`: a text states one of the golden answers, or
-most of the words of one of the source-evidence messages. Response errors have no repair: the
+"Holds the information" is :class:`Evidence.holds`: the answer's words with part of an evidence
+message around them, or — when the answer is inferred — most of an evidence message. Response errors have no repair: the
 replayer answers the same context again and records whether the answer is stable.
 """
 
@@ -29,11 +29,16 @@ from typing import Any
 from membase.evaluation.metrics import normalize_answer
 from membase.interventions import CallKey, Intervention, patch_attr
 
-__all__ = ["REPAIR_STAGES", "Evidence", "Repair", "RepairUnsupported", "make_repair"]
+__all__ = ["REPAIR_STAGES", "VERBATIM_LAYERS", "Evidence", "Repair", "RepairUnsupported", "make_repair"]
 
 REPAIR_STAGES = ("extraction", "update", "deletion", "retrieval")
+VERBATIM_LAYERS = frozenset({"Long-Context", "NaiveRAG"})
+"""Layers whose memory units keep the message text itself."""
 EVIDENCE_RECALL = 0.7
 """Share of an evidence message's words a text must keep to count as stating it."""
+ANSWER_CONTEXT_RECALL = 0.3
+"""Share of an evidence message's words that must surround the answer's words (a bare "yes" or
+"2023" elsewhere is not the information)."""
 
 
 class RepairUnsupported(ValueError):
@@ -51,19 +56,37 @@ class Evidence:
     messages: Sequence[Any]
     """``membase.types.Message`` objects of the source evidence."""
     answers: Sequence[str] = ()
+    verbatim: bool = False
+    """The layer keeps message text as it came (Long-Context, NaiveRAG): the information is held
+    only where an evidence message's text is, unchanged; layers that rephrase are compared by words."""
     _message_words: list[set[str]] = field(default_factory=list, init=False, repr=False)
     _answer_words: list[set[str]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._message_words = [w for w in (_words(m.content) for m in self.messages) if w]
         self._answer_words = [w for w in (_words(a) for a in self.answers) if w]
+        self._answer_stated = any(a <= m for a in self._answer_words for m in self._message_words)
+
+    @staticmethod
+    def contains(text: str, statement: str) -> bool:
+        """Whether ``statement`` appears in ``text`` unchanged (case, punctuation and spacing aside)."""
+        return normalize_answer(statement) in normalize_answer(text)
 
     def holds(self, text: str) -> bool:
-        """Whether ``text`` states a golden answer or most of one evidence message."""
+        """Whether ``text`` still states the information.
+
+        Where an evidence message states a golden answer in words, those words must survive (a
+        copy with a changed number or name no longer states it) next to part of the message; where
+        the answer is inferred (a date from "yesterday"), most of an evidence message must survive.
+        """
+        if self.verbatim:
+            return any(self.contains(text, m.content) for m in self.messages if m.content.strip())
         words = _words(text)
-        if any(answer <= words for answer in self._answer_words):
-            return True
-        return any(len(m & words) >= EVIDENCE_RECALL * len(m) for m in self._message_words)
+        recall = max((len(m & words) / len(m) for m in self._message_words), default=0.0)
+        has_answer = any(answer <= words for answer in self._answer_words)
+        if self._answer_stated:
+            return has_answer and recall >= ANSWER_CONTEXT_RECALL
+        return has_answer or recall >= EVIDENCE_RECALL
 
     def rank(self, texts: Sequence[str]) -> int | None:
         """Index of the text that holds the information best (None when none holds it)."""
@@ -109,22 +132,27 @@ class _BufferRepair(Repair):
     def _evidence_lines(self) -> list[str]:
         return [self.formatter(m) for m in self.evidence.messages]
 
-    def _missing(self, layer: Any) -> list[str]:
-        kept = layer._buffer_separator.join(layer._buffer)
-        return [line for line in self._evidence_lines() if line not in kept]
+    def _missing(self, kept: str) -> list[str]:
+        return [line for line in self._evidence_lines() if not Evidence.contains(kept, line)]
 
     @contextlib.contextmanager
     def _stating_evidence(self, layer: Any) -> Iterator[None]:
-        """The line the call buffers also carries the evidence lines the buffer lacks."""
+        """After the call's buffer update, the buffer also states the evidence lines it lacks.
+
+        The check runs on what the update left (not on its input), so whatever else changed the
+        line on its way in — the layer itself or an injected fault — is what the repair sees.
+        """
         original = layer._buffer_and_get_doc
 
         def feed(text: str | None = None) -> str | None:
-            missing = self._missing(layer) if text is not None else []
-            missing = [line for line in missing if line != text]
-            if missing:
-                self.done(f"the buffered line also states {len(missing)} evidence message(s)")
-                text = layer._buffer_separator.join([*missing, text])
-            return original(text)
+            doc = original(text)
+            if text is not None:
+                missing = self._missing(layer._buffer_separator.join([*layer._buffer, doc or ""]))
+                for line in missing:
+                    layer._append(line)
+                if missing:
+                    self.done(f"the buffer update also states {len(missing)} evidence message(s)")
+            return doc
 
         with patch_attr(layer, "_buffer_and_get_doc", feed):
             yield
@@ -184,19 +212,20 @@ class NaiveRAGRepair(_BufferRepair):
 
         return format_message(message)
 
-    def _with_evidence(self, doc: str) -> str:
-        if self.evidence.holds(doc):
-            return doc
-        lines = [line for line in self._evidence_lines() if line not in doc]
-        self.done(f"the stored document also states {len(lines)} evidence message(s)")
-        return "\n".join([doc, *lines])
-
     @contextlib.contextmanager
     def _storing_evidence(self, layer: Any) -> Iterator[None]:
+        """The store also keeps the evidence lines the stored document lacks (checked on what was stored)."""
         add = layer.store.add
 
         def add_repaired(doc: str, *args: Any, **kwargs: Any) -> Any:
-            return add(self._with_evidence(doc), *args, **kwargs)
+            stored = add(doc, *args, **kwargs)
+            if self.applied:
+                return stored
+            missing = self._missing(getattr(stored, "content", doc))
+            if missing:
+                add("\n".join(missing))
+                self.done(f"the store also keeps {len(missing)} evidence message(s) the document lacked")
+            return stored
 
         with patch_attr(layer.store, "add", add_repaired):
             yield

@@ -136,12 +136,16 @@ def seeded_uuid4(rng: random.Random) -> Iterator[None]:
         uuid.uuid4 = original  # type: ignore[assignment]
 
 
-def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | None = None) -> BuildReport:
+def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | None = None,
+                     observer: Callable[..., None] | None = None) -> BuildReport:
     """Run the layers over LoCoMo with one injected fault per case and write the benchmark.
 
     Args:
         config: what to build.
         progress: optional callback receiving one line per written case.
+        observer: optional callback called with every written graph's ingredients (keywords
+            ``split``, ``trajectory``, ``faults``, ``run``, ``annotations``, ``make_layer``, ``top_k``)
+            so a caller can run the same system again (counterfactual replay of the labels).
 
     Returns:
         The report (cases written, candidates dropped by reason).
@@ -179,7 +183,7 @@ def build_faultbench(config: BuildConfig, *, progress: Callable[[str], None] | N
         if building.exists():
             shutil.rmtree(building)
         building.mkdir(parents=True)
-        _SplitBuilder(split, dataset, config, building, report, progress).build()
+        _SplitBuilder(split, dataset, config, building, report, progress, observer).build()
         _swap_in(building, out / split)
     manifest = {"format": "faultbench-v2",
                 "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()
@@ -193,9 +197,9 @@ class _SplitBuilder:
     """Builds one split (see the module docstring)."""
 
     def __init__(self, split: str, dataset: Any, config: BuildConfig, split_dir: Path, report: BuildReport,
-                 progress: Callable[[str], None] | None) -> None:
+                 progress: Callable[[str], None] | None, observer: Callable[..., None] | None = None) -> None:
         self.split, self.dataset, self.config = split, dataset, config
-        self.split_dir, self.report, self.progress = split_dir, report, progress
+        self.split_dir, self.report, self.progress, self.observer = split_dir, report, progress, observer
         self.rng = random.Random(f"{config.seed}:{split}")
         self.specs = [s for s in split_specs(split) if s.error in config.kinds]
         self.quota = {s.kind: config.cases_per_kind for s in self.specs}
@@ -334,14 +338,14 @@ class _SplitBuilder:
                     self.report.drop(f"{fault.kind}:not_decisive")
                     keep.remove(fault)
             if len(keep) == len(faults):
-                self._write(number, run, faults)
+                self._write(number, run, faults, trajectory)
                 return
             for fault in faults:
                 if fault not in keep:  # try the kind's next site with the next target
                     self.site_turn[fault.kind] += 1
             group = keep
 
-    def _write(self, number: int, run: PipelineRun, faults: list[Fault]) -> None:
+    def _write(self, number: int, run: PipelineRun, faults: list[Fault], trajectory: Any) -> None:
         export = run.export
         _relativize(export)
         source = self.dataset.name  # LoCoMo, LongMemEval or RealMem
@@ -387,6 +391,9 @@ class _SplitBuilder:
             return
         export["data"]["annotations"] = annotations
         atomic_write_json(self.split_dir / filename, export, indent=None)
+        if self.observer is not None:
+            self.observer(split=self.split, trajectory=trajectory, faults=faults, run=run,
+                          annotations=annotations, make_layer=self.fault_cls.make_layer, top_k=self.config.top_k)
 
 
 def _case_nodes(export: dict[str, Any]) -> dict[str, dict[str, str]]:
