@@ -25,6 +25,7 @@ says how busy the machine was.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -79,7 +80,8 @@ def attribute(run_dir: Path, work: Path) -> tuple[list[dict[str, Any]], float]:
 
     out = work / "evidence_flow.json"
     started = time.perf_counter()
-    code = run_error_attribution.main([str(run_dir), "--output-path", str(out), "--exploration-strategy",
+    with contextlib.redirect_stdout(sys.stderr):  # its summary line would go into the printed table
+        code = run_error_attribution.main([str(run_dir), "--output-path", str(out), "--exploration-strategy",
                                        "evidence_flow", "--no-progress", "--no-resume"])
     seconds = time.perf_counter() - started
     if code != 0:
@@ -165,17 +167,33 @@ def stage_rows(records: list[dict[str, Any]], rerun: dict[str, Any]) -> list[dic
     return rows
 
 
-def growth_rows(timeline: list[tuple[int, float, int]], step: int) -> list[dict[str, Any]]:
-    """Cumulative seconds and calls at every ``step`` cases, and the per-case cost of each block."""
+def growth_rows(timeline: list[tuple[int, float, int]], step: int, trajectories: list[str]) -> list[dict[str, Any]]:
+    """Cumulative seconds and calls at every ``step`` cases, and the per-case cost of each block.
+
+    ``trajectories`` (the trajectory of each case, in order) marks the blocks holding a
+    trajectory's first case: that case also pays the trajectory's unrepaired baseline replay.
+    """
+    firsts = {i + 1 for i, t in enumerate(trajectories) if t not in trajectories[:i]}
     rows, last_s, last_calls, last_n = [], 0.0, 0, 0
     for n, seconds, calls in timeline:
         if n % step == 0 or n == len(timeline):
             block = n - last_n
             rows.append({"cases": n, "seconds": seconds, "calls": calls,
+                         "baselines": sum(last_n < f <= n for f in firsts),
                          "block_s_per_case": (seconds - last_s) / block, "block_calls_per_case": (calls - last_calls) / block,
                          "s_per_case": seconds / n})
             last_s, last_calls, last_n = seconds, calls, n
     return rows
+
+
+def case_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """The measured fields of one verified case (JSON output)."""
+    replay = record.get("replay") or {}
+    label = record.get("counterfactual_label") or {}
+    return {"query_id": record.get("query_id"), "graph": Path(str(record.get("graph_path", ""))).parent.name,
+            "blamed": (record.get("error_attribution_result") or {}).get("error_type"),
+            **{k: replay.get(k) for k in ("status", "stage", "applied", "rescued", "new_calls", "tokens", "seconds")},
+            "label": label.get("error_type"), "candidates": label.get("candidates"), "searched": label.get("searched")}
 
 
 def _pct(x: float | None) -> str:
@@ -208,18 +226,30 @@ def markdown(report: dict[str, Any]) -> str:
     for r in report["stages"]:
         lines.append(f"| {r['stage']} | {r['cases']} | {r['applied']} | {r['rescued']} | {r['mean_calls']:.2f} | "
                      f"{r['max_calls']} | {_pct(r['ratio_trajectory'])} | {_pct(r['ratio_run'])} | {r['mean_seconds']:.2f} |")
+    lines += [
+        "",
+        "*mean / trajectory re-run*: the mean over cases of (the case's new calls / the calls of a full re-run of its "
+        "trajectory); *mean / run re-run*: the mean new calls over the calls of re-running the whole run. A response "
+        "check answers the same context again with the answer model uncached: a `py:` or `fake:` model is not metered "
+        "there (only calls through the call cache or `ChatClient` are), so that row shows 0 although each check made "
+        "one answer call.",
+    ]
     s = report["search"]
     lines += [
         "",
         f"`--verify replay --replay-search earliest` over {s['cases']} cases: {s['seconds']:.1f} s, {s['calls']} new calls "
         f"({s['labelled']} cases labelled by a rescuing repair, {s['searched']} candidate replays).",
         "",
-        "| cases | cumulative s | s per case (cumulative) | s per case in this block | cumulative calls | calls per case in this block |",
-        "|---|---|---|---|---|---|",
+        "| cases | cumulative s | s per case (cumulative) | s per case in this block | cumulative calls | "
+        "calls per case in this block | trajectory baselines in this block |",
+        "|---|---|---|---|---|---|---|",
     ]
     for g in report["growth"]:
         lines.append(f"| {g['cases']} | {g['seconds']:.1f} | {g['s_per_case']:.2f} | {g['block_s_per_case']:.2f} | "
-                     f"{g['calls']} | {g['block_calls_per_case']:.2f} |")
+                     f"{g['calls']} | {g['block_calls_per_case']:.2f} | {g['baselines']} |")
+    lines += ["", f"A trajectory's baseline (its unrepaired replay, built once and kept for query-time repairs) is paid "
+              f"by its first case; all baselines of the run together took {rerun['check_seconds']:.1f} s in the "
+              "`--check` row above."]
     return "\n".join(lines)
 
 
@@ -245,6 +275,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from toolkits.replay_verify import trajectory_of
+
     args = parse_args(argv)
     before = uptime()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="replay-cost-"))
@@ -271,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         "search": {"cases": len(cases), "seconds": seconds, "calls": timeline[-1][2] if timeline else 0,
                    "labelled": sum(bool(label.get("op_id")) for label in labels),
                    "searched": sum(int(label.get("searched", 0)) for label in labels)},
-        "growth": growth_rows(timeline, args.step),
+        "growth": growth_rows(timeline, args.step, [trajectory_of(r) for r in cases]),
+        "cases": [case_summary(r) for r in cases],
     }
     table = markdown(report)
     print(table)
