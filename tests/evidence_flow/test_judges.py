@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from membase.clients.fake import FunctionChatModel, ScriptedChatModel
+from membase.exceptions import ModelRequestError, ModelUnreachableError
 from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.evidence_flow._facts import statements
 from toolkits.evidence_flow._text import content_tokens
@@ -22,7 +23,7 @@ from toolkits.evidence_flow.judges import (
     make_judge_factory,
     parse_verdicts,
 )
-from toolkits.evidence_flow.judges.llm import VerdictParseError
+from toolkits.evidence_flow.judges.llm import RESPONSE_FORMATS, VerdictParseError
 
 NAMES = frozenset({"nadia", "nadi", "omar"})
 
@@ -137,8 +138,24 @@ def test_the_llm_judge_retries_an_unparsable_reply_then_falls_back_to_the_rules(
     fallback = judge.assess("Nadia adopted a grey rabbit called Pip last spring.")
     assert fallback.present and fallback.why == "answer+support"  # the rules' verdict
     assert judge.usage.fallbacks == 1 and judge.usage.calls == 3
-    failing = ScriptedChatModel([ConnectionError("endpoint down")])
-    assert LLMJudgeFactory(model=failing).judge(_case()).assess("Nadia called her rabbit Pip.").present
+    failing = ScriptedChatModel([ModelUnreachableError("endpoint down")])
+    factory = LLMJudgeFactory(model=failing)
+    assert factory.judge(_case()).assess("Nadia called her rabbit Pip.").present  # the rules' verdict
+    assert factory.response_format() is RESPONSE_FORMATS[0]  # an unreachable endpoint refuses no form
+
+
+def test_the_llm_judge_falls_back_to_the_structured_output_form_the_endpoint_accepts():
+    def llama_like(messages, response_format=None, **_):
+        if response_format is not None and response_format.get("type") == "json_schema":
+            raise ModelRequestError("400: response_format type json_schema is not supported")
+        return _oracle(messages)
+
+    model = FunctionChatModel(llama_like)
+    factory = LLMJudgeFactory(model=model)
+    assert factory.judge(_case()).assess("Nadia adopted a grey rabbit called Pip, then renamed it Bo.").contradicts
+    assert [c["response_format"]["type"] for c in model.calls] == ["json_schema", "json_object"]
+    assert factory.judge(_case()).assess("Nadia adopted a rabbit, Pip.").present
+    assert model.calls[-1]["response_format"]["type"] == "json_object"  # the refused form is not tried again
 
 
 # ---------------------------------------------------------------- through the attributor

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from membase.exceptions import ModelRequestsBlockedError, ModelUnreachableError
+
 from .._assessment import CONFLICT_PREFIX, Assessment
 from .._probe import FactProbe
 from .._text import content_tokens, token_recall
@@ -33,6 +35,12 @@ from .rules import rules_probe
 
 __all__ = ["LLMJudge", "LLMJudgeFactory", "parse_verdicts"]
 
+#: Structured-output forms, tried in order until the endpoint accepts one.
+RESPONSE_FORMATS: tuple[dict[str, Any] | None, ...] = (
+    VERDICT_SCHEMA,
+    {"type": "json_object", "schema": VERDICT_SCHEMA["json_schema"]["schema"]},
+    None,
+)
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
 
 
@@ -178,10 +186,8 @@ class LLMJudge:
                     {"role": "user", "content": PRESENCE_USER.format(fact=self.fact, answer=self.answer, texts=body)}]
         self.usage.asked += len(texts)
         for _ in range(self.factory.max_retries + 1):
-            try:
-                reply = self.factory.model.complete(messages, temperature=0.0, max_tokens=32 + 24 * len(texts),
-                                                    response_format=VERDICT_SCHEMA)
-            except Exception:  # a failed request (after the client's own retries): the rules decide  # noqa: BLE001
+            reply = self._request(messages, 32 + 24 * len(texts))
+            if reply is None:  # the endpoint failed (after the client's own retries): the rules decide
                 break
             self.usage.calls += 1
             self.usage.input_tokens += reply.input_tokens
@@ -194,6 +200,22 @@ class LLMJudge:
                 self.factory.store(self._key(text), _assessment(verdicts[i], text))
             return
         self.usage.fallbacks += len(texts)
+
+
+    def _request(self, messages: list[dict[str, str]], max_tokens: int) -> Any:
+        """One completion in the first structured-output form the endpoint accepts (OpenAI's
+        ``json_schema``, llama.cpp's ``json_object`` with a schema, then none: the prompt asks for
+        JSON too); None when every form fails."""
+        while True:
+            form = self.factory.response_format()
+            try:
+                return self.factory.model.complete(messages, temperature=0.0, max_tokens=max_tokens,
+                                                   response_format=form)
+            except (ModelUnreachableError, ModelRequestsBlockedError):
+                return None  # no endpoint: no form would help
+            except Exception:  # noqa: BLE001 - a refused request: the next form is tried, this one no more
+                if not self.factory.next_response_format(form):
+                    return None
 
 
 def _fact_text(case: CaseFacts) -> str:
@@ -220,6 +242,19 @@ class LLMJudgeFactory:
     name: str = "llm"
     _cache: dict[tuple[str, str, str], Assessment] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _form: int = field(default=0, repr=False)
+
+    def response_format(self) -> dict[str, Any] | None:
+        """The structured-output form to send (the first one this endpoint has not refused)."""
+        with self._lock:
+            return RESPONSE_FORMATS[self._form]
+
+    def next_response_format(self, failed: dict[str, Any] | None) -> bool:
+        """Give up ``failed``; False when no form is left to try (the request itself fails)."""
+        with self._lock:
+            if RESPONSE_FORMATS[self._form] is failed and self._form + 1 < len(RESPONSE_FORMATS):
+                self._form += 1
+            return RESPONSE_FORMATS[self._form] is not failed
 
     @property
     def model_name(self) -> str:
