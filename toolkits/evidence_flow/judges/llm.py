@@ -89,7 +89,7 @@ def _assessment(verdict: str, text: str) -> Assessment:
     return Assessment(present=False, score=0.0, why="llm: does not state the fact", segment=text[:160])
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Usage:
     calls: int = 0
     input_tokens: int = 0
