@@ -175,11 +175,15 @@ class RunReplayer:
 
     # -- running --------------------------------------------------------------------------------------
     def _model(self, spec: str, *, cached: bool = True) -> Any:
+        from membase.clients.cached import CachedChatModel
         from membase.clients.specs import resolve_chat_model
 
         m = self.manifest
-        return resolve_chat_model(spec, api_config=m.api_config, cache_dir=m.cache_path(self.run_dir) if cached else None,
-                                  timeout=m.timeout, max_retries=m.max_retries)
+        model = resolve_chat_model(spec, api_config=m.api_config, cache_dir=m.cache_path(self.run_dir) if cached else None,
+                                   timeout=m.timeout, max_retries=m.max_retries)
+        if not self.allow_new_calls and isinstance(model, CachedChatModel):
+            model.inner = _CacheOnly(model.inner)
+        return model
 
     def _layer(self, trajectory_id: str, work: Path) -> Any:
         from membase.clients.cached import layer_config_with_cache
@@ -352,6 +356,10 @@ class RunReplayer:
             repair = make_repair(self.layer_type, key=key, stage=stage, op_name=name or "", evidence=evidence)
         except RepairUnsupported as exc:
             return ReplayOutcome(status="unsupported", stage=stage, note=str(exc))
+        except ReplayDataMissing:
+            raise
+        except (RunFailed, MemBaseError) as exc:  # the unrepaired replay broke (e.g. offline, a call not cached)
+            return ReplayOutcome(status="failed", stage=stage, error=f"the unrepaired replay failed: {exc}")
         outcome = self._replay_one(trajectory_id, qa_id, repair, query_time=key[0] == "retrieve")
         outcome.stage, outcome.applied, outcome.note = stage, repair.applied, repair.note or "the op already did its job"
         return outcome
@@ -426,6 +434,28 @@ class RunReplayer:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class _CacheOnly:
+    """A fake or ``py:`` model behind the call cache, offline: a cache miss is refused as a real request is
+    (those models never ask the request guard themselves, so offline they would answer anything)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        from membase.clients import guard
+        from membase.exceptions import ModelRequestsBlockedError
+
+        if not guard.ALLOW_MODEL_REQUESTS:
+            raise ModelRequestsBlockedError(f"offline replay: a call to {getattr(self._inner, 'model', 'the model')} "
+                                            "is not in the run's call cache")
+        return self._inner.complete(messages, **kwargs)
 
 
 def _ops(export: dict[str, Any]) -> list[tuple[str, str | None, str]]:
