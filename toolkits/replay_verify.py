@@ -173,6 +173,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
     graph = replayer.original_export(trajectory)["data"]
     evidence = replayer.evidence(trajectory, qa_id)
     holds = {_full_id(n): evidence.holds(_text_of(n.get("value"))) for n in graph["nodes"]}
+    category = {_full_id(n): n.get("category") for n in graph["nodes"]}
     inputs: dict[str, set[str]] = defaultdict(set)
     outputs: dict[str, set[str]] = defaultdict(set)
     for edge in graph["edges"]:
@@ -190,10 +191,21 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
                 out.append((op_id, name, "retrieval"))
             continue
         received = any(holds.get(n, False) for n in inputs[op_id])
-        if received and not any(holds.get(n, False) for n in outputs[op_id]):
+        if received and not any(holds.get(n, False) for n in _kept(outputs[op_id], category)):
             stages = ["extraction"] if key in evidence_calls else _later_loss_stages(replayer.layer_type, name)
             out.extend((op_id, name, stage) for stage in stages)
     return out
+
+
+_RESTATING = frozenset({"prompt", "similar_memories", "message", "parameter", "message & query"})
+
+
+def _kept(outputs: set[str], category: dict[str, Any]) -> set[str]:
+    """What an op passes on: the memory units it writes when it writes any (a decision that also
+    restates the old unit in its reply has still replaced it), else its outputs other than
+    restated inputs (prompts, the memories it was shown)."""
+    units = {n for n in outputs if category.get(n) == "memory_entry"}
+    return units or {n for n in outputs if category.get(n) not in _RESTATING}
 
 
 def _full_id(node: dict[str, Any]) -> str:
