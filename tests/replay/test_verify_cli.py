@@ -150,7 +150,8 @@ def test_replay_search_labels_and_the_labels_score_a_strategy(rag_run: Path, tmp
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     out, labels = tmp_path / "ef.json", tmp_path / "labels"
     code = run_error_attribution.main([str(rag_run), "--exploration-strategy", "evidence_flow", "--output-path",
-                                       str(out), "--no-progress", "--verify", "replay", "--replay-search", "earliest",
+                                       str(out), "--no-progress", "--starting-nodes-type", "source_evidence",
+                                       "--verify", "replay", "--replay-search", "earliest",
                                        "--replay-labels-out", str(labels)])
     assert code == 0
     data = json.loads(out.read_text())
@@ -171,7 +172,8 @@ def test_replay_search_labels_and_the_labels_score_a_strategy(rag_run: Path, tmp
 
     scored = tmp_path / "scored.json"
     assert run_error_attribution.main([str(labels), "rag", "--exploration-strategy", "evidence_flow",
-                                       "--output-path", str(scored), "--no-progress"]) == 0
+                                       "--output-path", str(scored), "--no-progress",
+                                       "--starting-nodes-type", "source_evidence"]) == 0
     line = capsys.readouterr().out
     assert "ETA=" in line and "OIA=" in line
     metrics = json.loads(scored.read_text())["metrics"]
