@@ -470,6 +470,9 @@ def test_reference_flags_keep_their_names_and_defaults():
         "embedding_cache_dir": None, "obs_identities": False, "resume": True, "max_retries": 3, "retry_backoff": 2.0,
         "case_timeout": None, "evidence_flow_seed": False, "bootstrap_samples": 1000, "progress": True,
         "evidence_flow_judge": "rules", "evidence_flow_judge_model": None, "evidence_flow_triage": True,
+        "workers": None, "executor": "local", "ray_address": None,
+        "verify": "none", "from_output": None, "replay_search": "none", "replay_max_candidates": 12,
+        "replay_answer_model": None, "replay_offline": False, "replay_labels_out": None,
     }
     assert vars(args) == {**reference, **ours}
     flipped = run_error_attribution.build_parser().parse_args(
