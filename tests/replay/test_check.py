@@ -63,3 +63,16 @@ def test_a_folder_without_manifest_is_one_error_line(rag_run: Path, tmp_path: Pa
     assert code == 2 and report == {}
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "replay_manifest.json" in lines[0]
+
+
+def test_offline_check_refuses_calls_missing_from_the_cache(rag_run: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Fake and py: models would answer anything: offline, a cache miss fails the trajectory's replay instead."""
+    run = tmp_path / "copy"
+    shutil.copytree(rag_run, run)
+    shutil.rmtree(run / "call_cache")
+    code, report, _ = _check(run, capsys, "--offline")
+    assert code == 1 and report["reproduced"] is False
+    assert report["new_calls"] == 0 and report["trajectories"] == 0
+    assert "not in the run's call cache" in report["mismatches"][0]["problem"]
+    assert not (run / "call_cache").exists() or not any((run / "call_cache").rglob("*.json"))
