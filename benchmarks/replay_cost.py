@@ -1,6 +1,6 @@
 """Replay speed and cost: what a counterfactual replay pays against a full re-run of the run.
 
-    python benchmarks/replay_cost.py                 # 2 LoCoMo conversations, 90 messages each, 50 cases
+    python benchmarks/replay_cost.py                 # 2 LoCoMo conversations, 80 messages each, 50 cases
     python benchmarks/replay_cost.py --quick         # 40 messages, 20 cases (about a minute on an idle machine)
     python benchmarks/replay_cost.py --work-dir /tmp/replay_cost --json-out /tmp/replay_cost.json
 
@@ -14,9 +14,10 @@ Steps, all in one process after the run (ratios are measured in the same invocat
    cache, under a :class:`~membase.clients.usage.CallMeter`; and the determinism check against the
    run's own cache (zero new calls expected);
 4. ``--verify replay --replay-search earliest`` (``toolkits.replay_verify.verify_records``) over the
-   first ``--cases`` attributed cases: per case the new calls of its blamed-op replay
-   (``record["replay"]["new_calls"]``), grouped by the stage of the repaired op; the wall time and
-   the metered calls after every case, so the time per case can be read as the case count grows.
+   first ``--cases`` attributed cases, at most ``--max-candidates`` repairs per case: per case the
+   new calls of its blamed-op replay (``record["replay"]["new_calls"]``), grouped by the stage of
+   the repaired op; the wall time, the metered calls and the replays (from the search's journal)
+   after every case, so the time per case and per replay can be read as the case count grows.
 
 Prints Markdown tables (and writes them with ``--markdown-out``); ``uptime`` before and after
 says how busy the machine was.
@@ -118,18 +119,48 @@ def full_rerun(run_dir: Path, work: Path) -> dict[str, Any]:
 
 
 # -- 4. verification and the earliest-rescue search -------------------------------------------------
-def search(run_dir: Path, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[int, float, int]]]:
-    """``verify_records(search="earliest")``; returns the records and (cases done, seconds, calls) after each case."""
+QUERY_TIME = ("retrieval", "response")
+
+
+class JournalTail:
+    """The replays ``verify_records`` journaled since the last read (stage, seconds), read incrementally."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def new(self) -> list[tuple[str, float]]:
+        if not self.path.is_file():
+            return []
+        with self.path.open("r", encoding="utf-8") as handle:
+            handle.seek(self.offset)
+            lines = handle.readlines()
+            self.offset = handle.tell()
+        out = []
+        for line in lines:
+            outcome = json.loads(line)["outcome"]
+            out.append((str(outcome.get("stage")), float(outcome.get("seconds", 0.0))))
+        return out
+
+
+def search(run_dir: Path, records: list[dict[str, Any]], work: Path,
+           max_candidates: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``verify_records(search="earliest")``; returns the records and, after each case, the elapsed seconds,
+    the metered calls and the replays (stage, seconds) that case ran."""
     from membase.clients.usage import CallMeter
     from toolkits.replay_verify import verify_records
 
-    timeline: list[tuple[int, float, int]] = []
+    journal = work / "search_journal.jsonl"
+    journal.unlink(missing_ok=True)
+    tail = JournalTail(journal)
+    timeline: list[dict[str, Any]] = []
     started = time.perf_counter()
     with CallMeter() as meter:
         def progress(_line: str) -> None:
-            timeline.append((len(timeline) + 1, time.perf_counter() - started, meter.calls))
+            timeline.append({"n": len(timeline) + 1, "seconds": time.perf_counter() - started, "calls": meter.calls,
+                             "replays": tail.new()})
 
-        verify_records(run_dir, records, search="earliest", progress=progress)
+        verify_records(run_dir, records, search="earliest", progress=progress, journal_path=journal,
+                       max_candidates=max_candidates)
     return records, timeline
 
 
@@ -167,7 +198,7 @@ def stage_rows(records: list[dict[str, Any]], rerun: dict[str, Any]) -> list[dic
     return rows
 
 
-def growth_rows(timeline: list[tuple[int, float, int]], step: int, trajectories: list[str]) -> list[dict[str, Any]]:
+def growth_rows(timeline: list[dict[str, Any]], step: int, trajectories: list[str]) -> list[dict[str, Any]]:
     """Cumulative seconds and calls at every ``step`` cases, and the per-case cost of each block.
 
     ``trajectories`` (the trajectory of each case, in order) marks the blocks holding a
@@ -175,14 +206,23 @@ def growth_rows(timeline: list[tuple[int, float, int]], step: int, trajectories:
     """
     firsts = {i + 1 for i, t in enumerate(trajectories) if t not in trajectories[:i]}
     rows, last_s, last_calls, last_n = [], 0.0, 0, 0
-    for n, seconds, calls in timeline:
+    replays: list[tuple[str, float]] = []
+    for point in timeline:
+        n, seconds, calls = point["n"], point["seconds"], point["calls"]
+        replays += point["replays"]
         if n % step == 0 or n == len(timeline):
             block = n - last_n
+            query = [s for stage, s in replays if stage in QUERY_TIME]
+            construction = [s for stage, s in replays if stage not in QUERY_TIME]
             rows.append({"cases": n, "seconds": seconds, "calls": calls,
                          "baselines": sum(last_n < f <= n for f in firsts),
+                         "query_replays": len(query), "construction_replays": len(construction),
+                         "query_s": sum(query) / len(query) if query else None,
+                         "construction_s": sum(construction) / len(construction) if construction else None,
+                         "outside_replays_s": (seconds - last_s) - sum(query) - sum(construction),
                          "block_s_per_case": (seconds - last_s) / block, "block_calls_per_case": (calls - last_calls) / block,
                          "s_per_case": seconds / n})
-            last_s, last_calls, last_n = seconds, calls, n
+            last_s, last_calls, last_n, replays = seconds, calls, n, []
     return rows
 
 
@@ -194,6 +234,10 @@ def case_summary(record: dict[str, Any]) -> dict[str, Any]:
             "blamed": (record.get("error_attribution_result") or {}).get("error_type"),
             **{k: replay.get(k) for k in ("status", "stage", "applied", "rescued", "new_calls", "tokens", "seconds")},
             "label": label.get("error_type"), "candidates": label.get("candidates"), "searched": label.get("searched")}
+
+
+def _sec(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f} s"
 
 
 def _pct(x: float | None) -> str:
@@ -237,16 +281,24 @@ def markdown(report: dict[str, Any]) -> str:
     s = report["search"]
     lines += [
         "",
-        f"`--verify replay --replay-search earliest` over {s['cases']} cases: {s['seconds']:.1f} s, {s['calls']} new calls "
+        f"`--verify replay --replay-search earliest --replay-max-candidates {report['max_candidates']}` over "
+        f"{s['cases']} cases: {s['seconds']:.1f} s, {s['calls']} new calls "
         f"({s['labelled']} cases labelled by a rescuing repair, {s['searched']} candidate replays).",
         "",
         "| cases | cumulative s | s per case (cumulative) | s per case in this block | cumulative calls | "
-        "calls per case in this block | trajectory baselines in this block |",
-        "|---|---|---|---|---|---|---|",
+        "calls per case in this block | query-time replays in block (mean s) | construction replays in block (mean s) | "
+        "block s outside replays | trajectory baselines in block |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for g in report["growth"]:
         lines.append(f"| {g['cases']} | {g['seconds']:.1f} | {g['s_per_case']:.2f} | {g['block_s_per_case']:.2f} | "
-                     f"{g['calls']} | {g['block_calls_per_case']:.2f} | {g['baselines']} |")
+                     f"{g['calls']} | {g['block_calls_per_case']:.2f} | {g['query_replays']} ({_sec(g['query_s'])}) | "
+                     f"{g['construction_replays']} ({_sec(g['construction_s'])}) | {g['outside_replays_s']:.1f} | "
+                     f"{g['baselines']} |")
+    lines += ["", "A query-time replay (retrieval, response) answers one question again on the trajectory's "
+              "kept baseline layer; a construction replay (extraction, update, deletion) re-runs the trajectory's "
+              "construction with the repair. *Block s outside replays*: the block's wall time minus its replays' own "
+              "seconds (candidate search, baselines, bookkeeping)."]
     lines += ["", f"A trajectory's baseline (its unrepaired replay, built once and kept for query-time repairs) is paid "
               f"by its first case; all baselines of the run together took {rerun['check_seconds']:.1f} s in the "
               "`--check` row above."]
@@ -257,8 +309,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Replay cost against a full re-run, and --replay-search earliest scaling "
                                 "(Mem0 with offline fakes on 2 LoCoMo conversations).")
     p.add_argument("--dataset", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file (default: shared data)")
-    p.add_argument("--max-messages", type=int, default=90, help="messages per conversation (default 90)")
+    p.add_argument("--max-messages", type=int, default=80, help="messages per conversation (default 80)")
     p.add_argument("--cases", type=int, default=50, help="attributed cases to verify and search (default 50)")
+    p.add_argument("--max-candidates", type=int, default=2,
+                   help="candidate ops repaired per case by the search (default 2 keeps the default run near 10 "
+                   "minutes on a busy 2-core machine; the CLI's --replay-max-candidates default is 12)")
     p.add_argument("--step", type=int, default=10, help="report the search's timing every N cases (default 10)")
     p.add_argument("--quick", action="store_true", help="40 messages, 20 cases, steps of 5")
     p.add_argument("--work-dir", type=Path, default=None, help="keep the run here (default: a temporary folder)")
@@ -269,8 +324,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.max_messages, args.cases, args.step = 40, 20, 5
     if not args.dataset.is_file():
         p.error(f"--dataset {str(args.dataset)!r}: no such file")
-    if min(args.max_messages, args.cases, args.step) < 1:
-        p.error("--max-messages, --cases and --step must be positive")
+    if min(args.max_messages, args.cases, args.step, args.max_candidates) < 1:
+        p.error("--max-messages, --cases, --max-candidates and --step must be positive")
     return args
 
 
@@ -291,16 +346,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"full re-run: {rerun['calls']} calls in {rerun['cold_seconds']}s", file=sys.stderr)
     cases = [r for r in records if r.get("error_attribution_result")][: args.cases]
     started = time.perf_counter()
-    cases, timeline = search(run_dir, cases)
+    cases, timeline = search(run_dir, cases, work, args.max_candidates)
     seconds = time.perf_counter() - started
     labels = [r.get("counterfactual_label") or {} for r in cases]
     report = {
-        "cpus": os.cpu_count(), "uptime_before": before, "uptime_after": uptime(),
+        "cpus": os.cpu_count(), "max_candidates": args.max_candidates, "uptime_before": before, "uptime_after": uptime(),
         "run": {"max_messages": args.max_messages, "seconds": run_seconds, "failed": len(records),
                 "attribution_seconds": attribution_seconds},
         "rerun": rerun,
         "stages": stage_rows(cases, rerun),
-        "search": {"cases": len(cases), "seconds": seconds, "calls": timeline[-1][2] if timeline else 0,
+        "search": {"cases": len(cases), "seconds": seconds, "calls": timeline[-1]["calls"] if timeline else 0,
                    "labelled": sum(bool(label.get("op_id")) for label in labels),
                    "searched": sum(int(label.get("searched", 0)) for label in labels)},
         "growth": growth_rows(timeline, args.step, [trajectory_of(r) for r in cases]),
