@@ -369,6 +369,42 @@ class Mem0Repair(Repair):
             yield
 
 
+class EverMemOSRepair(Repair):
+    """EverMemOS: the query's final selection of episodes (hybrid or agentic)."""
+
+    @staticmethod
+    def text(doc: dict[str, Any]) -> str:
+        """What an episode unit states."""
+        return "\n".join(str(doc.get(k) or "") for k in ("subject", "summary", "episode"))
+
+    @contextlib.contextmanager
+    def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        if not (self.acting() and self.stage == "retrieval"):
+            yield
+            return
+        manager = layer.manager
+        retrieve = manager.retrieve
+
+        def retrieve_repaired(query: str, k: int) -> tuple[list[Any], Any]:
+            docs, run = retrieve(query, k)
+            if not docs or any(self.evidence.holds(self.text(d)) for d, _ in docs):
+                return docs, run
+            seen = {d["event_id"] for d, _ in docs}
+            pool = [d for d in manager.index.documents if d["event_id"] not in seen]
+            best = self.evidence.rank([self.text(d) for d in pool])
+            if best is None:
+                return docs, run
+            repaired = [*docs[:-1], (pool[best], docs[-1][1])]
+            for name in ("final", "fused"):  # the record the tracer reads names the same units
+                if getattr(run, name, None) is docs:
+                    setattr(run, name, repaired)
+            self.done("the final selection holds the episode with the evidence in place of its lowest-ranked unit")
+            return repaired, run
+
+        with patch_attr(manager, "retrieve", retrieve_repaired):
+            yield
+
+
 class _RewritingModel:
     """A chat model whose replies pass through ``rewrite(messages, reply)``."""
 
@@ -391,6 +427,7 @@ _REPAIRS: dict[str, type[Repair]] = {
     "Long-Context": LongContextRepair,
     "NaiveRAG": NaiveRAGRepair,
     "Mem0": Mem0Repair,
+    "EverMemOS": EverMemOSRepair,
 }
 
 
@@ -405,6 +442,8 @@ def make_repair(layer_type: str, *, key: CallKey, stage: str, op_name: str, evid
     cls = _REPAIRS.get(layer_type)
     if cls is None:
         raise RepairUnsupported(f"no repairs for the {layer_type} layer yet (supported: {', '.join(_REPAIRS)})")
+    if cls is EverMemOSRepair and stage != "retrieval":
+        raise RepairUnsupported(f"no {stage} repair for EverMemOS yet (only retrieval)")
     if stage == "deletion" and cls is not Mem0Repair:
         raise RepairUnsupported(f"the {layer_type} layer deletes nothing, so it has no deletion repair")
     if stage == "retrieval" and cls is LongContextRepair:
