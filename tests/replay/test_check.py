@@ -30,6 +30,14 @@ def test_unrepaired_replay_reproduces_with_zero_new_calls(rag_run: Path, capsys:
     assert report["mismatches"] == [] and report["graph_divergences"] == []
 
 
+@pytest.mark.parametrize("fixture", ["long_context_run", pytest.param("mem0_run", marks=pytest.mark.slow)])
+def test_other_layers_reproduce_with_zero_new_calls(fixture: str, request: pytest.FixtureRequest,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _check(request.getfixturevalue(fixture), capsys, "--offline")
+    assert code == 0, report
+    assert report["reproduced"] is True and report["new_calls"] == 0 and report["questions"] > 0
+
+
 def test_a_judge_that_changes_its_mind_is_reported(tmp_path: Path, locomo_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
