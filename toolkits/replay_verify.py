@@ -162,9 +162,9 @@ def _describe(record: dict[str, Any]) -> str:
 def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     """Ops ``(op_id, name, stage)`` to try, in execution order, along the lineage of the case's evidence.
 
-    A construction op is a candidate where the information could have been lost: an op that
-    received it (an input states it) and passed none of it on (no output states it). The
-    question's own retrieval comes last. Each op is tried with the repair its stage implies: a
+    A construction op is a candidate where the information could have been lost (``_loses``):
+    a unit holding it rewritten without it, or something the op processed that none of its
+    outputs passes on. The question's own retrieval comes last. Each op is tried with the repair its stage implies: a
     loss in the call that ingested an evidence message is an extraction, a later loss an update
     or a deletion.
     """
@@ -190,14 +190,37 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
             if key[1] == qa_id:
                 out.append((op_id, name, "retrieval"))
             continue
-        received = any(holds.get(n, False) for n in inputs[op_id])
-        if received and not any(holds.get(n, False) for n in _kept(outputs[op_id], category)):
+        if _loses(inputs[op_id], outputs[op_id], holds, category):
             stages = ["extraction"] if key in evidence_calls else _later_loss_stages(replayer.layer_type, name)
             out.extend((op_id, name, stage) for stage in stages)
     return out
 
 
 _RESTATING = frozenset({"prompt", "similar_memories", "message", "parameter", "message & query"})
+_SHOWN = frozenset({"prompt", "similar_memories", "parameter", "message & query"})
+"""Inputs an op is shown, not given to keep (a decision sees the memories similar to a new fact)."""
+
+
+def _loses(inputs: set[str], outputs: set[str], holds: dict[str, bool], category: dict[str, Any]) -> bool:
+    """Whether an op lost the information.
+
+    A memory unit that held it loses it where the op writes the unit's next version without it
+    (an update or a deletion); a unit the op only read stays as it was. Anything else the op was
+    given to process (a message, a buffer, extracted facts, a document) is lost when none of what
+    the op passes on still holds it.
+    """
+    written = {_unit_name(n): n for n in outputs if category.get(n) == "memory_entry"}
+    for node in inputs:
+        if category.get(node) == "memory_entry" and holds.get(node, False):
+            after = written.get(_unit_name(node))
+            if after is not None and after != node and not holds.get(after, False):
+                return True
+    carried = [n for n in inputs if category.get(n) not in _SHOWN | {"memory_entry"} and holds.get(n, False)]
+    return bool(carried) and not any(holds.get(n, False) for n in _kept(outputs, category))
+
+
+def _unit_name(full_id: str) -> str:
+    return full_id.rsplit("@", 1)[0]
 
 
 def _kept(outputs: set[str], category: dict[str, Any]) -> set[str]:
