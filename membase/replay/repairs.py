@@ -219,13 +219,17 @@ class NaiveRAGRepair(_BufferRepair):
 
         def add_repaired(doc: str, *args: Any, **kwargs: Any) -> Any:
             stored = add(doc, *args, **kwargs)
-            if self.applied:
+            content = getattr(stored, "content", doc)
+            missing = [] if self.applied else self._missing(content)
+            if not missing:
                 return stored
-            missing = self._missing(getattr(stored, "content", doc))
-            if missing:
-                add("\n".join(missing))
-                self.done(f"the store also keeps {len(missing)} evidence message(s) the document lacked")
-            return stored
+            # The same document again under the same key, now stating the evidence: it replaces the
+            # queued (or written) one, and the op records what the store finally keeps.
+            pending = getattr(layer.store, "_pending", [])
+            if stored in pending:
+                pending.remove(stored)
+            self.done(f"the stored document also states {len(missing)} evidence message(s)")
+            return add("\n".join([content, *missing]), key=stored.key)
 
         with patch_attr(layer.store, "add", add_repaired):
             yield

@@ -97,8 +97,6 @@ def test_rag_extraction_at_the_buffer_update(rag: RunReplayer) -> None:
     _assert_only_from(rag, position, "extraction", Evidence(messages=[last]))
 
 
-@pytest.mark.xfail(strict=True, reason="since 2b3cbab the repair stores the evidence as a second document beside the "
-                   "op's, by a store call no op records: memory_system.add's recorded output is unchanged")
 def test_rag_extraction_at_the_stored_document(rag: RunReplayer) -> None:
     last = _messages(rag)[-1]
     position = _position(rag, "memory_system.add", lambda i, _v: i > 10)
