@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import functools
 import os
 import random
 import sys
@@ -649,14 +650,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, model_facto
             bar.update(1)
             bar.set_postfix(failed=failures[0], refresh=False)
 
-    def write(payload: dict[str, Any]) -> str | None:
-        from toolkits._case_cache import atomic_write_json
-
-        try:
-            atomic_write_json(output, payload)
-        except OSError as exc:
-            return f"cannot write {args.output_path}: {exc}"
-        return None
+    write = functools.partial(_write_output, output)
 
     provide = args.provide_starting_nodes
     memory_system = args.split if args.use_system_prior and args.split in SPLITS else None
@@ -758,7 +752,6 @@ def _verify(args: argparse.Namespace, output_json: dict[str, Any], output: Path,
 
 def _verify_only(args: argparse.Namespace) -> int:
     """`--verify replay --from OUTPUT.json`: verify an existing output, attribute nothing."""
-    from toolkits._case_cache import atomic_write_json
     from toolkits.replay_verify import read_output
 
     try:
@@ -766,15 +759,18 @@ def _verify_only(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
     output = Path(args.output_path)
+    return _verify(args, output_json, output, functools.partial(_write_output, output))
 
-    def write(payload: dict[str, Any]) -> str | None:
-        try:
-            atomic_write_json(output, payload)
-        except OSError as exc:
-            return f"cannot write {args.output_path}: {exc}"
-        return None
 
-    return _verify(args, output_json, output, write)
+def _write_output(output: Path, payload: dict[str, Any]) -> str | None:
+    """Write the output atomically; the problem as one line, or None."""
+    from toolkits._case_cache import atomic_write_json
+
+    try:
+        atomic_write_json(output, payload)
+    except OSError as exc:
+        return f"cannot write {output}: {exc}"
+    return None
 
 
 def cli() -> None:
