@@ -374,12 +374,51 @@ class Mem0Repair(Repair):
 
 
 class EverMemOSRepair(Repair):
-    """EverMemOS: the query's final selection of episodes (hybrid or agentic)."""
+    """EverMemOS: the episode a memcell's extraction writes, and the query's final selection of episodes."""
 
     @staticmethod
     def text(doc: dict[str, Any]) -> str:
         """What an episode unit states."""
         return "\n".join(str(doc.get(k) or "") for k in ("subject", "summary", "episode"))
+
+    def _ingested(self, memcell: Any) -> bool:
+        """Whether the memcell was cut from the evidence messages (only its episode had them to state)."""
+        said = "\n".join(str(m.get("content", "")) for m in getattr(memcell, "original_data", []) or [])
+        return any(Evidence.contains(said, m.content) for m in self.evidence.messages if m.content.strip())
+
+    @contextlib.contextmanager
+    def _stating_evidence(self) -> Iterator[None]:
+        """The episode the call's extraction writes from the evidence messages also states what it lacks."""
+        import membase.layers.evermemos.manager as manager_module
+
+        apply = manager_module._apply
+
+        def apply_repaired(memcell: Any, kind: str, value: Any) -> None:
+            if kind == "episode" and isinstance(value, dict) and self._ingested(memcell) \
+                    and not self.evidence.holds(str(value.get("content", ""))):
+                lines = [f"{m.name}: {m.content}" for m in self.evidence.messages]
+                value = {**value, "content": "\n".join([str(value.get("content", "")), *lines])}
+                self.done(f"the episode also states {len(lines)} evidence message(s)")
+            apply(memcell, kind, value)
+
+        with patch_attr(manager_module, "_apply", apply_repaired):
+            yield
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        if self.acting() and self.stage == "extraction":
+            with self._stating_evidence():
+                yield
+            return
+        yield
+
+    @contextlib.contextmanager
+    def around_flush(self, layer: Any) -> Iterator[None]:
+        if self.acting() and self.stage == "extraction":
+            with self._stating_evidence():
+                yield
+            return
+        yield
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
@@ -446,8 +485,8 @@ def make_repair(layer_type: str, *, key: CallKey, stage: str, op_name: str, evid
     cls = _REPAIRS.get(layer_type)
     if cls is None:
         raise RepairUnsupported(f"no repairs for the {layer_type} layer yet (supported: {', '.join(_REPAIRS)})")
-    if cls is EverMemOSRepair and stage != "retrieval":
-        raise RepairUnsupported(f"no {stage} repair for EverMemOS yet (only retrieval)")
+    if cls is EverMemOSRepair and stage not in ("extraction", "retrieval"):
+        raise RepairUnsupported(f"no {stage} repair for EverMemOS yet (extraction and retrieval only)")
     if stage == "deletion" and cls is not Mem0Repair:
         raise RepairUnsupported(f"the {layer_type} layer deletes nothing, so it has no deletion repair")
     if stage == "retrieval" and cls is LongContextRepair:

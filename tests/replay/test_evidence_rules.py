@@ -69,7 +69,7 @@ def test_node_values_are_read_as_their_words() -> None:
 @pytest.mark.parametrize(("layer", "stage", "key", "reason"), [
     ("Long-Context", "retrieval", ("retrieve", "q"), "whole memory"),
     ("NaiveRAG", "deletion", ("message", 3), "deletes nothing"),
-    ("EverMemOS", "extraction", ("message", 3), "only retrieval"),
+    ("EverMemOS", "update", ("message", 3), "extraction and retrieval only"),
     ("Mem0", "retrieval", ("message", 3), "not recorded by a retrieval call"),
     ("Mem0", "update", ("retrieve", "q"), "query time"),
     ("Mem0", "response", ("answer", "q"), "no repair"),
