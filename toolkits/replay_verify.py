@@ -275,7 +275,10 @@ def _earliest(replayer: RunReplayer, journal: _Journal, record: dict[str, Any], 
     except (OSError, ValueError, KeyError) as exc:
         return {"op_id": None, "error_type": None, "searched": 0, "error": f"no candidates: {exc}"}
     tried = 0
-    for op_id, name, stage in candidates[:limit]:
+    chosen = candidates[:limit]
+    if len(candidates) > limit and candidates[-1][2] == "retrieval":  # a cap never hides the query's own retrieval
+        chosen = [*candidates[: max(limit - 1, 0)], candidates[-1]]
+    for op_id, name, stage in chosen:
         outcome = _replay(replayer, journal, record, op_id, stage)
         if outcome.get("status") == "replayed":
             tried += 1
