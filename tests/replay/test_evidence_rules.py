@@ -94,3 +94,23 @@ def test_replay_search_finds_injected_faults_on_a_small_faultbench(locomo_path: 
     assert found, result["cases"]
     assert all(c["replay_op"] == c["injected_op"] for c in found)
     assert any(c["injected_type"] == "RetrievalError" for c in found)
+
+
+def test_a_candidate_cap_still_tries_the_questions_retrieval(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The retrieval comes last in execution order; a cap on construction candidates must not hide it.
+    import toolkits.replay_verify as rv
+    from membase.replay import ReplayOutcome
+
+    candidates = [(f"op-{i}", "memory_system.memory_update", "update") for i in range(5)]
+    candidates.append(("op-r", "memory_system.retrieve", "retrieval"))
+    monkeypatch.setattr(rv, "candidate_ops", lambda _replayer, _record: candidates)
+    tried: list[str] = []
+
+    class Replayer:
+        def repair(self, _trajectory: str, _qa: str, op_id: str, stage: str) -> ReplayOutcome:
+            tried.append(op_id)
+            return ReplayOutcome(status="replayed", stage=stage, rescued=op_id == "op-r", applied=True)
+
+    label = rv.earliest_rescue(Replayer(), {"trajectory": "t", "query_id": "query:q@1"}, max_candidates=3)
+    assert tried == ["op-0", "op-1", "op-r"]
+    assert label["op_id"] == "op-r" and label["error_type"] == "RetrievalError" and label["candidates"] == 6
