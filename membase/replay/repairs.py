@@ -20,6 +20,7 @@ replayer answers the same context again and records whether the answer is stable
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -121,6 +122,18 @@ class Repair(Intervention):
         """Record that the repair changed the call's result."""
         self.applied = True
         self.note = self.note or note
+
+    def holder(self, hits: list[Any], text: Callable[[Any], str], stored: Callable[[], list[Any]]) -> Any | None:
+        """The stored unit that holds the information, when none of a search's ``hits`` does (else None).
+
+        ``stored()`` lists the units the store keeps outside the hits (read only when needed);
+        ``text`` reads a hit or a unit. The caller puts the holder in place of the lowest-ranked hit.
+        """
+        if not hits or any(self.evidence.holds(text(h)) for h in hits):
+            return None
+        pool = stored()
+        best = self.evidence.rank([text(u) for u in pool])
+        return None if best is None else pool[best]
 
 
 # -- buffer layers (Long-Context, NaiveRAG) ------------------------------------------------------------
@@ -261,22 +274,22 @@ class NaiveRAGRepair(_BufferRepair):
 
         def search_repaired(query: str, k: int, *args: Any, **kwargs: Any) -> list[Any]:
             hits = search(query, k, *args, **kwargs)
-            if not hits or any(self.evidence.holds(h.content) for h in hits):
+            unit = self.holder(hits, lambda d: d.content, lambda: _stored_documents(store, {h.key for h in hits}))
+            if unit is None:
                 return hits
-            stored = [r for r in store.export() if r["key"] not in {h.key for h in hits}]
-            best = self.evidence.rank([r["content"] for r in stored])
-            if best is None:
-                return hits
-            from membase.layers.rag_store import StoredDocument
-
-            r = stored[best]
             self.done("the retrieval returns the document holding the evidence in place of its lowest-ranked result")
-            return [*hits[:-1], StoredDocument(key=r["key"], content=r["content"], namespace=r.get("namespace", []),
-                                               created_at=r.get("created_at", ""), updated_at=r.get("updated_at", ""),
-                                               score=hits[-1].score)]
+            return [*hits[:-1], dataclasses.replace(unit, score=hits[-1].score)]
 
         with patch_attr(store, "search", search_repaired):
             yield
+
+
+def _stored_documents(store: Any, leave_out: set[str]) -> list[Any]:
+    from membase.layers.rag_store import StoredDocument
+
+    return [StoredDocument(key=r["key"], content=r["content"], namespace=r.get("namespace", []),
+                           created_at=r.get("created_at", ""), updated_at=r.get("updated_at", ""))
+            for r in store.export() if r["key"] not in leave_out]
 
 
 # -- Mem0 ---------------------------------------------------------------------------------------------
@@ -359,15 +372,12 @@ class Mem0Repair(Repair):
         def search_repaired(query: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
             found = search(query, *args, **kwargs)
             hits = list(found.get("results", []))
-            if not hits or any(self.evidence.holds(str(h.get("memory", ""))) for h in hits):
-                return found
-            seen = {h.get("id") for h in hits}
-            pool = [m for m in layer.get_all() if m.get("id") not in seen]
-            best = self.evidence.rank([str(m.get("memory", "")) for m in pool])
-            if best is None:
+            unit = self.holder(hits, lambda m: str(m.get("memory", "")),
+                               lambda: [m for m in layer.get_all() if m.get("id") not in {h.get("id") for h in hits}])
+            if unit is None:
                 return found
             self.done("the search returns the memory holding the evidence in place of its lowest-ranked result")
-            return {**found, "results": [*hits[:-1], {**pool[best], "score": hits[-1].get("score")}]}
+            return {**found, "results": [*hits[:-1], {**unit, "score": hits[-1].get("score")}]}
 
         with patch_attr(memory, "search", search_repaired):
             yield
@@ -430,14 +440,12 @@ class EverMemOSRepair(Repair):
 
         def retrieve_repaired(query: str, k: int) -> tuple[list[Any], Any]:
             docs, run = retrieve(query, k)
-            if not docs or any(self.evidence.holds(self.text(d)) for d, _ in docs):
-                return docs, run
             seen = {d["event_id"] for d, _ in docs}
-            pool = [d for d in manager.index.documents if d["event_id"] not in seen]
-            best = self.evidence.rank([self.text(d) for d in pool])
-            if best is None:
+            unit = self.holder([d for d, _ in docs], self.text,
+                               lambda: [d for d in manager.index.documents if d["event_id"] not in seen])
+            if unit is None:
                 return docs, run
-            repaired = [*docs[:-1], (pool[best], docs[-1][1])]
+            repaired = [*docs[:-1], (unit, docs[-1][1])]
             for name in ("final", "fused"):  # the record the tracer reads names the same units
                 if getattr(run, name, None) is docs:
                     setattr(run, name, repaired)
