@@ -164,7 +164,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
 
     A construction op is a candidate where the information could have been lost (``_loses``):
     a unit holding it rewritten without it, or something the op processed that none of its
-    outputs passes on. The question's own retrieval comes last. Each op is tried with the repair its stage implies: a
+    outputs passes on. The question's own retrieval call comes last, as one candidate. Each op is tried with the repair its stage implies: a
     loss in the call that ingested an evidence message is an extraction, a later loss an update
     or a deletion.
     """
@@ -181,6 +181,7 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
         outputs[edge["op_id"]].add(edge["target_full_node_id"])
     evidence_calls = _evidence_calls(replayer, trajectory, evidence)
     out: list[tuple[str, str | None, str]] = []
+    query_ops: list[tuple[str, str | None]] = []
     for op_id, name in base.ops:
         located = base.op_calls.get(op_id)
         if located is None:
@@ -188,12 +189,27 @@ def candidate_ops(replayer: RunReplayer, record: dict[str, Any]) -> list[tuple[s
         key = located[0]
         if key[0] == "retrieve":
             if key[1] == qa_id:
-                out.append((op_id, name, "retrieval"))
+                query_ops.append((op_id, name))
             continue
         if _loses(inputs[op_id], outputs[op_id], holds, category):
             stages = ["extraction"] if key in evidence_calls else _later_loss_stages(replayer.layer_type, name)
             out.extend((op_id, name, stage) for stage in stages)
-    return out
+    losing = _losing_retrieval(query_ops, outputs, holds, category)
+    return [*out, (*losing, "retrieval")] if losing else out
+
+
+def _losing_retrieval(ops: list[tuple[str, str | None]], outputs: dict[str, set[str]], holds: dict[str, bool],
+                      category: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The op of the question's retrieval call to blame: one repair fixes the call's final result,
+    so the call is one candidate, named by its first op whose results no longer hold the information
+    after an earlier step of the same call had it (a rerank that dropped it), else its first op."""
+    had = False
+    for op_id, name in ops:
+        kept = any(holds.get(n, False) for n in _kept(outputs[op_id], category))
+        if had and not kept:
+            return op_id, name
+        had = had or kept
+    return ops[0] if ops else None
 
 
 _RESTATING = frozenset({"prompt", "similar_memories", "message", "parameter", "message & query"})

@@ -114,3 +114,18 @@ def test_a_candidate_cap_still_tries_the_questions_retrieval(monkeypatch: pytest
     label = rv.earliest_rescue(Replayer(), {"trajectory": "t", "query_id": "query:q@1"}, max_candidates=3)
     assert tried == ["op-0", "op-1", "op-r"]
     assert label["op_id"] == "op-r" and label["error_type"] == "RetrievalError" and label["candidates"] == 6
+
+
+@pytest.mark.slow
+def test_replay_search_finds_injected_retrieval_faults_on_evermemos(locomo_path: Path) -> None:
+    """EverMemOS's retrieval repair puts the episode holding the evidence into the final selection:
+    the searches a fault emptied of it are found by replay search, at the op the fault acted in."""
+    from toolkits.faultbench._build import BuildConfig
+    from toolkits.faultbench._replay_check import check_labels_by_replay
+
+    config = BuildConfig(locomo_path=str(locomo_path), out_dir="unused", splits=["evermemos"], conversations=[5],
+                         kinds=["retrieval"], max_messages=20, windows_per_conversation=2)
+    result = check_labels_by_replay(config)
+    found = [c for c in result["cases"] if c["replay_op"] is not None]
+    assert found, result["cases"]
+    assert all(c["replay_op"] == c["injected_op"] and c["replay_type"] == "RetrievalError" for c in found)
