@@ -457,3 +457,11 @@ def test_a_buffered_message_keeps_its_speaker_on_its_line():
     assert said[0].speaker == "nora" and said[0].persons == {"nora"}
     # a memory unit without a message's "content" is read as before
     assert memory_text(json.dumps({"memory": "Nora likes ramen", "name": "x"})) == "Nora likes ramen\nx"
+
+
+def test_a_light_verb_alone_is_no_support_for_a_fact():
+    # Light verbs (go, get, make, take, ...) carry little meaning of their own: a text that shares only
+    # "went" with the fact and states another place is another fact, whatever it shares besides the answer.
+    probe = _probe("I went to the museum on Sunday.", "Sunday")
+    assert not probe.assess("Caroline went to the lake on Sunday").present
+    assert probe.assess("Caroline visited the museum on Sunday").present

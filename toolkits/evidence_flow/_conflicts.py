@@ -91,7 +91,7 @@ def other_people(c: ConflictCase) -> str | None:
 
 
 def other_speaker(c: ConflictCase) -> str | None:
-    """Said by someone else, who does not even name the fact's speaker ("Melanie: ... Sweden")."""
+    """Said by someone else, who does not even name the fact's speaker ("Tomasz: ... Lisbon" for Ines's fact)."""
     seg, fact = c.seg_ref, c.fact_ref
     if seg.speaker and fact.speaker and seg.speaker != fact.speaker and fact.speaker not in seg.persons - {seg.speaker}:
         return "person"

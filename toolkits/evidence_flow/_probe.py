@@ -172,7 +172,7 @@ class FactProbe:
 
     def support_tokens(self, fact: Statement) -> frozenset[str]:
         """The fact's distinctive tokens: its content tokens minus the answer, person names, the
-        alternative a contrast clause rules out, and "go"."""
+        alternative a contrast clause rules out, and light verbs."""
         tokens = fact.tokens - self.answer_tokens - self.names - contrast_tokens(fact.text) - _LIGHT_VERBS
         return tokens or fact.tokens - self.names
 

@@ -86,9 +86,9 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
 
 
-#: Light verbs carry little meaning of their own ("went to her pottery class" is not "went to the
-#: support group"): their forms still meet the question's verb, but the probe gives them no weight
-#: as a fact's own words.
+#: Light verbs carry little meaning of their own ("went to the lake" is not "went to the museum"):
+#: their forms still meet the question's verb, but the probe gives them no weight as a fact's own
+#: words (tests/evidence_flow/test_text.py, test_a_light_verb_alone_is_no_support_for_a_fact).
 LIGHT_VERBS = frozenset("go get make take come have do".split())
 
 
