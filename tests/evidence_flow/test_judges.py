@@ -115,7 +115,7 @@ def test_the_llm_judge_asks_structured_atomic_questions_and_caches_them():
 def test_the_llm_judge_does_not_ask_about_texts_that_clearly_lack_the_fact():
     model = FunctionChatModel(_oracle)
     judge = LLMJudgeFactory(model=model).judge(_case())
-    assert not judge.assess("Nadia went to a pottery class on Tuesday.").present
+    assert not judge.assess("Nadia went to a glassblowing class on Tuesday.").present
     assert model.calls == []
 
 

@@ -13,8 +13,8 @@ developer after a fault that does not exist, so they get their own status, with 
 * **AnnotationError candidate** — no message of the conversation states the golden answer (none
   holds ``answer_threshold`` of its words) and none of its words (numbers and dates aside, which a
   reader may compute) occurs in any message: nothing the memory system read could give it. Gold
-  answers are often worded more abstractly than the conversation ("transgender woman" for a
-  speaker's "the transgender stories"), so one shared word is enough to leave the answer alone; a
+  answers are often worded more abstractly than the conversation ("vintage cameras" for a
+  speaker's "my grandfather's old cameras"), so one shared word is enough to leave the answer alone; a
   question that asks for an inference ("would she likely ...", "might he ...") expects an answer
   no message states, and is left alone too.
 
