@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.exceptions import ConfigError, MemBaseError
+from membase.utils.argtypes import positive_int
 
 __all__ = ["cli", "main"]
 
@@ -308,7 +309,7 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
     p.add_argument("--end-idx", type=int, default=None, help="end of the slice (exclusive)")
     p.add_argument("--sample-size", type=int, default=None, help="sample this many trajectories of the slice")
     p.add_argument("--seed", type=int, default=42, help="seed of --sample-size")
-    p.add_argument("--max-messages", type=_positive_int, default=None,
+    p.add_argument("--max-messages", type=positive_int, default=None,
                    help="cut each trajectory to its first N messages (questions whose evidence lies beyond are dropped)")
     p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
     p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
@@ -319,7 +320,7 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
 def _add_fan_out(p: argparse.ArgumentParser) -> None:
     from membase.runners._executors import EXECUTORS
 
-    p.add_argument("--workers", type=_positive_int, default=None,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="trajectories run at the same time in worker processes (default 1: in this process); "
                    "with --executor ray, Ray tasks in flight (default: the cluster's CPUs). Outputs are the "
                    "same as with one worker; see docs/fanout.md")
@@ -327,16 +328,6 @@ def _add_fan_out(p: argparse.ArgumentParser) -> None:
                    help="local: this machine; ray: a Ray cluster (pip install 'memtrace-llm[ray]')")
     p.add_argument("--ray-address", default=None,
                    help="Ray cluster to join (auto, ray://host:10001); default: start a local Ray instance")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:

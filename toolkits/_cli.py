@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from membase.utils.argtypes import non_negative_int, positive_int
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
 __all__ = [
@@ -17,16 +18,6 @@ __all__ = [
 ]
 
 
-def _bounded_int(text: str, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-    return value
-
-
 def _bounded_float(text: str, *, strict: bool) -> float:
     try:
         value = float(text)
@@ -35,16 +26,6 @@ def _bounded_float(text: str, *, strict: bool) -> float:
     if value != value or value in (float("inf"), float("-inf")) or value < 0 or (strict and value == 0):
         raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} 0, got {text!r}")
     return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    return _bounded_int(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    return _bounded_int(text, 0)
 
 
 def positive_float(text: str) -> float:

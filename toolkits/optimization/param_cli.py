@@ -15,17 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from membase.utils.argtypes import non_negative_int
+
 __all__ = ["add_arguments", "run_context_recall"]
-
-
-def _hops(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
@@ -44,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
                        "unguided: every parameter of the layer (the ablation)")
     group.add_argument("--train-trajectories", default=None,
                        help="0-based training conversations, e.g. 0,1,2,3,4 (default: --sample-size drawn with --seed)")
-    group.add_argument("--upstream-hops", type=_hops, default=2,
+    group.add_argument("--upstream-hops", type=non_negative_int, default=2,
                        help="guided search also takes the parameters of the operations up to N steps upstream of an "
                        "attributed one (chunking before retrieval); 0: only the attributed operations' own "
                        "(default: %(default)s)")
