@@ -20,7 +20,6 @@ are raised.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import warnings
@@ -32,18 +31,17 @@ from pydantic import Field
 
 from membase.exceptions import FATAL_ERRORS, ConfigError
 from membase.layers._common import build_chat_client, build_layer_embedder, registered_message, usage_report
+from membase.layers._mem0_store import Mem0StoreMixin
 from membase.layers.base import MemBaseConfig, MemBaseLayer
 from membase.layers.mem0 import metadata_suffix, reject_ignored_keys
 from membase.layers.tracing import query_variable
 from membase.types import MemoryEntry, Message
-from membase.utils.io import atomic_write_json
 from membase.utils.patching import MonkeyPatcher, PatchSpec
 
 __all__ = ["INSTALL_HINT", "Mem0v3Config", "Mem0v3Layer", "import_mem0v3", "require_mem0v3"]
 
 logger = logging.getLogger(__name__)
 
-FAILURES_FILENAME = "failures.json"
 INSTALL_HINT = (
     "python -m venv .venv-mem0v3 && .venv-mem0v3/bin/pip install -e '.[mem0v3]' "
     "(mem0ai 2.x conflicts with the mem0ai 1.0.5 of the [mem0] extra: give it its own venv)"
@@ -140,7 +138,7 @@ def _build_chat_model(config: Mem0v3Config) -> Any:
     )
 
 
-class Mem0v3Layer(MemBaseLayer):
+class Mem0v3Layer(Mem0StoreMixin, MemBaseLayer):
     """mem0ai 2.x behind the `MemBaseLayer` interface."""
 
     layer_type = "Mem0v3"
@@ -324,53 +322,6 @@ class Mem0v3Layer(MemBaseLayer):
         self.search_tracer.record_search(query_rv, results, k, self.config.search_threshold)  # also clears its state
         return entries
 
-    def delete(self, memory_id: str) -> bool:
-        """Delete one mem0 memory; False when it does not exist."""
-        if self.memory.get(memory_id) is None:
-            return False
-        self.memory.delete(memory_id)
-        return True
-
-    def update(self, memory_id: str, **kwargs: Any) -> bool:
-        """Replace a memory's text (`data=` or `content=`); False when it does not exist."""
-        data = kwargs.get("data", kwargs.get("content"))
-        if data is None:
-            raise ValueError("Mem0v3Layer.update needs data='<new text>'")
-        if self.memory.get(memory_id) is None:
-            return False
-        self.memory.update(memory_id, data)
-        return True
-
     def get_all(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Every stored memory of this user (mem0's `get_all`)."""
         return self.memory.get_all(filters={"user_id": self.config.user_id}, top_k=limit).get("results", [])
-
-    # -- persistence ---------------------------------------------------------------------------
-    def save_memory(self) -> None:
-        """qdrant and the history DB persist by themselves; write the config and the failures."""
-        self._write_config_file()
-        atomic_write_json(self.save_path / FAILURES_FILENAME, self.failures)
-
-    def load_memory(self, user_id: str | None = None) -> bool:
-        """True when this folder holds this user's saved Mem0v3 memory (the store is already open)."""
-        if not self._check_config_file(user_id):
-            return False
-        failures = self.save_path / FAILURES_FILENAME
-        if failures.is_file():
-            self.failures = json.loads(failures.read_text(encoding="utf-8"))
-        return True
-
-    def cleanup(self) -> None:
-        """Close the qdrant client and mem0's history database (safe to call twice)."""
-        if self._qdrant is not None:
-            try:
-                self._qdrant.close()
-            except Exception:  # closing twice or at interpreter exit
-                logger.debug("qdrant close failed", exc_info=True)
-            self._qdrant = None
-        db = getattr(self.memory, "db", None)
-        if db is not None and hasattr(db, "close"):
-            try:
-                db.close()
-            except Exception:
-                logger.debug("history db close failed", exc_info=True)
