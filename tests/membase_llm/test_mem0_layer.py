@@ -525,3 +525,18 @@ def test_token_usage_comes_from_the_chat_model(tmp_path):
         assert usage["llm"]["input_tokens"] > 0 and usage["llm"]["output_tokens"] > 0
     finally:
         layer.cleanup()
+
+
+def test_editing_a_memory_that_does_not_exist_says_so(layer):
+    # delete/update answer False for an unknown id (and touch nothing); update needs the new text
+    layer.add_message(Message(id="m1", name="Ines", content="I keep bees on the roof of my building.",
+                              timestamp="2024-05-01T09:00:00"))
+    stored = layer.get_all()
+    assert stored
+    assert layer.delete("no-such-memory") is False and layer.update("no-such-memory", data="x") is False
+    assert len(layer.get_all()) == len(stored)
+    with pytest.raises(ValueError, match="Mem0Layer.update needs data="):
+        layer.update(stored[0]["id"])
+    assert layer.update(stored[0]["id"], data="Ines keeps two hives.") is True
+    assert any(m["memory"] == "Ines keeps two hives." for m in layer.get_all())
+    assert layer.delete(stored[0]["id"]) is True and len(layer.get_all()) == len(stored) - 1
