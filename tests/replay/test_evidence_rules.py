@@ -129,3 +129,25 @@ def test_replay_search_finds_injected_retrieval_faults_on_evermemos(locomo_path:
     found = [c for c in result["cases"] if c["replay_op"] is not None]
     assert found, result["cases"]
     assert all(c["replay_op"] == c["injected_op"] and c["replay_type"] == "RetrievalError" for c in found)
+
+
+def test_a_layers_own_model_calls_go_through_the_runs_cache(mem0_run: Path, tmp_path: Path) -> None:
+    """Mem0's fake LLM sits behind <run>/call_cache/layer: a replay repeats its calls from there, and a
+    replay whose layer cache is gone makes them again (counted as new calls)."""
+    import shutil
+
+    from membase.clients.cached import layer_config_with_cache
+    from membase.replay import RunReplayer
+
+    assert layer_config_with_cache("Mem0", {"llm_config": {"cache_dir": "mine"}}, "run")["llm_config"] == {
+        "cache_dir": "mine"}  # a cache the user named stays
+    assert layer_config_with_cache("NaiveRAG", {"max_tokens": 5}, "run") == {"max_tokens": 5}  # no model of its own
+    layer_cache = mem0_run / "call_cache" / "layer"
+    assert any(layer_cache.rglob("*.json"))
+    copy = tmp_path / "run"
+    shutil.copytree(mem0_run, copy)
+    with RunReplayer(copy) as replayer:
+        assert replayer.check()["new_calls"] == 0
+    shutil.rmtree(copy / "call_cache" / "layer")
+    with RunReplayer(copy) as replayer:
+        assert replayer.check()["new_calls"] > 0
