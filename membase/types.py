@@ -106,6 +106,17 @@ class Trajectory(BaseModel):
         """Every message of every session, in order."""
         return [m for s in self.sessions for m in s.messages]
 
+    def window(self, start: int, count: int) -> Trajectory:
+        """The trajectory cut to ``count`` messages from message ``start`` on (sessions kept in order,
+        emptied ones dropped)."""
+        sessions, position, end = [], 0, start + count
+        for session in self.sessions:
+            first, position = position, position + len(session.messages)
+            messages = session.messages[max(start - first, 0): max(end - first, 0)]
+            if messages:
+                sessions.append(session.model_copy(update={"messages": messages}))
+        return self.model_copy(update={"sessions": sessions})
+
 
 class QuestionAnswerPair(BaseModel):
     """A question about a trajectory with its reference answers."""
@@ -191,15 +202,10 @@ class MemoryDataset(BaseModel):
         (``metadata["evidence"]`` message ids) all lies inside the cut; questions without evidence go."""
         trajectories, qa_lists = [], []
         for traj, qas in zip(self.trajectories, self.qa_pair_lists, strict=True):
-            sessions, kept = [], 0
-            for session in traj.sessions:
-                messages = session.messages[: max(count - kept, 0)]
-                kept += len(messages)
-                if messages:
-                    sessions.append(session.model_copy(update={"messages": messages}))
-            inside = {m.id for s in sessions for m in s.messages}
-            inside |= {str(m.metadata.get("dia_id")) for s in sessions for m in s.messages if m.metadata.get("dia_id")}
-            trajectories.append(traj.model_copy(update={"sessions": sessions}))
+            cut = traj.window(0, count)
+            inside = {m.id for m in cut.messages} | {str(m.metadata["dia_id"]) for m in cut.messages
+                                                     if m.metadata.get("dia_id")}
+            trajectories.append(cut)
             qa_lists.append([q for q in qas if q.metadata.get("evidence")
                              and all(str(e) in inside for e in q.metadata["evidence"])])
         return MemoryDataset(name=self.name, trajectories=trajectories, qa_pair_lists=qa_lists, issues=list(self.issues))

@@ -91,13 +91,7 @@ class BuildReport:
 
 def cut_trajectory(trajectory: Any, max_messages: int, start: int = 0) -> Any:
     """``trajectory`` cut to ``max_messages`` messages from message ``start`` on (sessions kept in order)."""
-    sessions, position, end = [], 0, start + max_messages
-    for session in trajectory.sessions:
-        first, position = position, position + len(session.messages)
-        messages = session.messages[max(start - first, 0): max(end - first, 0)]
-        if messages:
-            sessions.append(session.model_copy(update={"messages": messages}))
-    return trajectory.model_copy(update={"sessions": sessions})
+    return trajectory.window(start, max_messages)
 
 
 def dense_windows(trajectory: Any, qas: Sequence[Any], size: int, count: int) -> list[int]:
