@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from toolkits.evidence_flow._binding import chunks
-from toolkits.evidence_flow._dates import message_date, resolves_relative_time
+from toolkits.evidence_flow._dates import message_date, relative_points, resolves_relative_time, text_dates
 from toolkits.evidence_flow._facts import statements
 from toolkits.evidence_flow._probe import FactProbe
 from toolkits.evidence_flow._text import content_tokens
@@ -38,9 +38,31 @@ def test_the_day_a_message_was_sent(raw, expected):
     ("We met last year.", "We met on 3 March 2022.", True),
     ("We met last year.", "We met on 3 March 2023.", False),
     ("She arrived on Tuesday.", "She arrived recently.", False),  # no date at all
+    # read by dateparser, not by a table of our own
+    ("I sold the kayak two days ago.", "sold the kayak on 20 October 2023", True),
+    ("I sold the kayak two days ago.", "sold the kayak on 19 October 2023", False),
+    ("The pipes froze the day before yesterday.", "The pipes froze on Oct 20.", True),
+    ("We repainted the shed three weeks ago.", "repainted on 1 October 2023", True),
+    ("We repainted the shed three weeks ago.", "repainted on 10 September 2023", False),
+    # vague spans dateparser does not read keep their day ranges
+    ("We hiked last weekend.", "We hiked on 14 October 2023.", True),
+    ("We hiked last weekend.", "We hiked on 29 October 2023.", False),
 ])
 def test_a_date_resolves_a_relative_time_only_where_it_points(fact, text, resolved):
     assert resolves_relative_time(fact, text, SUNDAY) is resolved
+
+
+def test_absolute_dates_are_spans_parsed_by_dateparser():
+    # search_dates alone would join "2023 and 2" into 2 May 2023; a span is one date
+    assert text_dates("ran 7 May 2023 and 2 apples were left", SUNDAY) == [date(2023, 5, 7)]
+    assert text_dates("I own 5 apples and 12 dogs", SUNDAY) == []
+    assert text_dates("Sept. 3 and 2023-10-20", SUNDAY) == [date(2023, 9, 3), date(2023, 10, 20)]
+
+
+def test_short_words_alone_are_no_relative_time():
+    # dateparser alone reads "We" as Wednesday and "may" as May
+    assert relative_points("We may come by.", SUNDAY) == ()
+    assert relative_points("We came by yesterday.", SUNDAY) == ((date(2023, 10, 21), "day"),)
 
 
 def _probe(said_on):

@@ -5,8 +5,18 @@ Memory layers write facts with explicit dates (EverMemOS resolves relative dates
 message's time by design; a Mem0 prompt may too). Such a date replaces the fact's weekday or
 "yesterday" with a month and a day: the same point in time, not another one. A date in the text
 counts as the fact's relative time when it falls where that time points from the day the message
-was sent (a weekday: the nearest such day within eight days either side; "yesterday": the day
-before; "last week": within the fortnight before; ...).
+was sent, within the reach of the expression's grain (a day: that day; a weekday: the one before
+or after; "last week": that week; "next month": that month; "last year": that year).
+
+``dateparser`` (offline, it ships its language data) reads every date and relative time. Two
+things are still done here, each for a reason:
+
+* where the absolute dates of a text are: ``dateparser.search.search_dates`` joins neighbouring
+  numbers into one wrong date ("7 May 2023 and 2 apples" becomes 2 May 2023), so three shapes of
+  span (day first, month first, ISO) are cut by regexes and each span is parsed by ``dateparser``
+  (which also decides whether its word is a month at all);
+* vague spans ``dateparser`` 1.5 does not read ("the other day", "a few days ago", "last
+  weekend", "next weekend"): a small table of day ranges.
 """
 
 from __future__ import annotations
@@ -14,36 +24,36 @@ from __future__ import annotations
 import json
 import re
 from datetime import date, datetime
+from functools import lru_cache
 
-__all__ = ["message_date", "resolves_relative_time"]
+__all__ = ["message_date", "relative_points", "resolves_relative_time", "text_dates"]
 
-_MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split(), start=1)}
-_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
-_WEEKDAYS = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_DAY_FIRST = re.compile(r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r",?(?:\s+(?P<year>\d{4}))?\b",
-                        re.IGNORECASE)
-_MONTH_FIRST = re.compile(r"\b" + _MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{4}))?\b",
-                          re.IGNORECASE)
-_ISO = re.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")
+_ORDINAL = r"(?:st|nd|rd|th)?"
+# spans that may be dates; dateparser decides whether the word is a month ("5 May" yes, "5 apples" no)
+_DATE_SPANS = (
+    re.compile(r"\b\d{1,2}" + _ORDINAL + r"\s+(?:of\s+)?[a-z]{3,9}\.?(?:,?\s+\d{4})?\b", re.IGNORECASE),
+    re.compile(r"\b[a-z]{3,9}\.?\s+\d{1,2}" + _ORDINAL + r"(?:,?\s+\d{4})?\b", re.IGNORECASE),
+    re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+)
 # "1:56 pm on 8 May, 2023" (LoCoMo) and ISO timestamps
 _TIMESTAMP_LINE = re.compile(r"^Timestamp:\s*(?P<when>.+)$", re.MULTILINE)
-# (expression, lowest and highest day offset from the day it was said)
-_RELATIVE = (
-    (re.compile(r"\byesterday\b", re.I), -1, -1),
-    (re.compile(r"\b(?:today|tonight|this morning|this afternoon|this evening)\b", re.I), 0, 0),
-    (re.compile(r"\btomorrow\b", re.I), 1, 1),
-    (re.compile(r"\blast (?:week|weekend)\b|\bthe other day\b|\ba few days ago\b", re.I), -14, -1),
-    (re.compile(r"\bnext (?:week|weekend)\b", re.I), 1, 14),
-    (re.compile(r"\blast month\b", re.I), -62, -1),
-    (re.compile(r"\bnext month\b", re.I), 1, 62),
+# What dateparser 1.5 does not read: (expression, lowest and highest day offset from the day it was said)
+_VAGUE = (
+    (re.compile(r"\blast weekend\b|\bthe other day\b|\ba few days ago\b", re.I), -14, -1),
+    (re.compile(r"\bnext weekend\b", re.I), 1, 14),
 )
-# (expression, years from the year it was said)
-_YEARS = ((re.compile(r"\blast year\b", re.I), -1), (re.compile(r"\bnext year\b", re.I), 1))
-_WEEKDAY_WORD = re.compile(r"\b(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)
-_WEEKDAY_REACH = 8
+# how far from the point dateparser names a date may fall, by the grain of the expression
+_REACH_DAYS = {"day": 0, "week": 7, "month": 31}
+# dateparser reads short words as abbreviations ("We" as Wednesday, "We may" as May): a span
+# with no word longer than this is no relative time
+_TOO_SHORT = 3
+
+
+def _parse(text: str, settings: dict) -> date | None:
+    import dateparser
+
+    found = dateparser.parse(text, languages=["en"], settings=settings)
+    return found.date() if found else None
 
 
 def _parse_when(text: str) -> date | None:
@@ -52,8 +62,7 @@ def _parse_when(text: str) -> date | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
     except ValueError:
         pass
-    found = _dates(text, default_year=None)
-    return found[0] if found else None
+    return _parse(text, {"REQUIRE_PARTS": ["day", "month", "year"]})
 
 
 def message_date(raw: str) -> date | None:
@@ -77,36 +86,65 @@ def message_date(raw: str) -> date | None:
     return None
 
 
-def _dates(text: str, default_year: int | None) -> list[date]:
-    out = []
-    for pattern in (_DAY_FIRST, _MONTH_FIRST, _ISO):
+@lru_cache(maxsize=8192)
+def _span_date(span: str, year: int) -> date | None:
+    # the year a date without one is in: the year it was said in
+    return _parse(span, {"REQUIRE_PARTS": ["day", "month"], "RELATIVE_BASE": datetime(year, 1, 1),
+                         "PREFER_DATES_FROM": "current_period"})
+
+
+def text_dates(text: str, said_on: date) -> list[date]:
+    """The absolute dates ``text`` names (a date without a year is in ``said_on``'s year)."""
+    found = []
+    for pattern in _DATE_SPANS:
         for match in pattern.finditer(text):
-            month = match.group("month")
-            month_number = int(month) if month.isdigit() else _MONTHS.get(month.lower().rstrip("."))
-            year = int(match.group("year")) if match.group("year") else default_year
-            if month_number is None or year is None:
+            day = _span_date(match.group(0), said_on.year)
+            if day is not None:
+                found.append(day)
+    return found
+
+
+@lru_cache(maxsize=4096)
+def relative_points(fact: str, said_on: date) -> tuple[tuple[date, str], ...]:
+    """Where the relative times of ``fact`` point from ``said_on``: (day, grain) pairs read by
+    dateparser, a weekday both as the last and as the next one. Absolute dates (with a digit) and
+    spans of short words only are not relative times."""
+    from dateparser.search import search_dates
+
+    points: set[tuple[date, str]] = set()
+    base = datetime(said_on.year, said_on.month, said_on.day)
+    for prefer in ("past", "future"):
+        settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer}
+        for span, _ in search_dates(fact, languages=["en"], settings=settings) or ():
+            if any(ch.isdigit() for ch in span) or all(len(word) <= _TOO_SHORT for word in span.split()):
                 continue
-            try:
-                out.append(date(year, month_number, int(match.group("day"))))
-            except ValueError:
-                continue
-    return out
+            points.update(_grained(span, settings))
+    return tuple(sorted(points))
+
+
+def _grained(span: str, settings: dict) -> list[tuple[date, str]]:
+    from dateparser.date import DateDataParser
+
+    data = DateDataParser(languages=["en"], settings=settings).get_date_data(span)
+    return [(data.date_obj.date(), data.period)] if data.date_obj is not None else []
+
+
+def _within(day: date, point: date, grain: str) -> bool:
+    if grain == "year":
+        return day.year == point.year
+    return abs((day - point).days) <= _REACH_DAYS.get(grain, 0)
 
 
 def resolves_relative_time(fact: str, text: str, said_on: date) -> bool:
     """True when ``text`` names a date where a relative time of ``fact`` points from ``said_on``."""
-    found = _dates(text, default_year=said_on.year)
+    found = text_dates(text, said_on)
     if not found:
         return False
+    points = relative_points(fact, said_on)
     for day in found:
+        if any(_within(day, point, grain) for point, grain in points):
+            return True
         offset = (day - said_on).days
-        for pattern, low, high in _RELATIVE:
-            if pattern.search(fact) and low <= offset <= high:
-                return True
-        for pattern, years in _YEARS:
-            if pattern.search(fact) and day.year - said_on.year == years:
-                return True
-        for match in _WEEKDAY_WORD.finditer(fact):
-            if day.weekday() == _WEEKDAYS[match.group("day").lower()] and abs(offset) <= _WEEKDAY_REACH:
-                return True
+        if any(pattern.search(fact) and low <= offset <= high for pattern, low, high in _VAGUE):
+            return True
     return False
