@@ -1,0 +1,209 @@
+"""A benchmark as data: hand-written conversations and a fault plan, read from one JSON file.
+
+The file (``format: attribution-benchmark-v1``) holds ``conversations`` — each with ``id``,
+``sessions`` (``time`` as ISO 8601, ``turns`` as ``[speaker, text]`` pairs) and ``questions``
+(``key``, ``question``, ``answers``, ``evidence`` as 1-based message numbers) — and ``cases``:
+one planned fault each, on one question of one conversation in one split (``long_context``,
+``rag``, ``mem0``, ``evermemos``). A case's ``fault`` names faultbench's terms: the ``error``
+kind (``extraction``, ``update``, ``deletion``, ``retrieval``, ``response``), a ``corruption``
+and the ``site`` (the layer's op that does it), plus the plan's own texts (see
+:class:`FaultPlan`). Message ids are ``<conversation>:D<session>:<n>`` with ``n`` counted over
+the whole conversation, question ids ``<conversation>-qa-<key>``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Benchmark", "BenchmarkError", "Case", "Conversation", "FaultPlan", "load_benchmark"]
+
+FORMAT = "attribution-benchmark-v1"
+SPLITS = ("long_context", "rag", "mem0", "evermemos")
+ERRORS = ("extraction", "update", "deletion", "retrieval", "response")
+
+
+class BenchmarkError(ValueError):
+    """A benchmark data file is missing or malformed (the message names the file, record and field)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultPlan:
+    """What one case's fault does, in faultbench's terms plus the authors' texts."""
+
+    error: str
+    corruption: str
+    site: str
+    message: int | None = None
+    """1-based number of the message whose information the fault acts on (default: the question's first evidence)."""
+    after: int | None = None
+    """Update and deletion faults act at the first message from this number on."""
+    edit: tuple[str | None, str] | None = None
+    """``(old, new)``: the text the faulty op writes instead (``old`` None: the whole unit becomes ``new``)."""
+    holds: tuple[str, ...] = ()
+    """Texts that carry the information (default: the fact message's sentences that state the answer)."""
+    span: tuple[int, int] | None = None
+    """Long-Context compaction: the messages (first, last) that the summary replaces."""
+    summary: str = ""
+    layer: dict[str, Any] = field(default_factory=dict)
+    """Layer options the case needs (e.g. a Long-Context ``context_window``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One planned case."""
+
+    number: int
+    conversation: str
+    split: str
+    question: str
+    fault: FaultPlan
+    prediction: str = ""
+    """The authors' wrong answer: what the answer model says under a response fault."""
+    origin: str = ""
+    """The authors' name for the fault kind."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conversation:
+    """One conversation: sessions of ``(speaker, text)`` turns and keyed questions."""
+
+    id: str
+    sessions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    questions: dict[str, dict[str, Any]]
+
+    def messages(self) -> list[tuple[str, str, str, str]]:
+        """``(id, speaker, text, time)`` of every message, in order."""
+        out, n = [], 0
+        for s, (time, turns) in enumerate(self.sessions, start=1):
+            for speaker, text in turns:
+                n += 1
+                out.append((f"{self.id}:D{s}:{n}", speaker, text, time))
+        return out
+
+    def trajectory(self) -> Any:
+        """The conversation as a ``membase.types.Trajectory``."""
+        from membase.types import Message, Session, Trajectory
+
+        rows, sessions, n = self.messages(), [], 0
+        for s, (_time, turns) in enumerate(self.sessions, start=1):
+            msgs = [Message(id=i, name=who, content=text, timestamp=t) for i, who, text, t in rows[n:n + len(turns)]]
+            n += len(turns)
+            sessions.append(Session(id=f"{self.id}:D{s}", messages=msgs))
+        return Trajectory(id=self.id, sessions=sessions)
+
+    def qa(self, key: str) -> Any:
+        """Question ``key`` as a ``membase.types.QuestionAnswerPair`` (evidence as message ids)."""
+        from membase.types import QuestionAnswerPair
+
+        q, ids = self.questions[key], [m[0] for m in self.messages()]
+        return QuestionAnswerPair(id=f"{self.id}-qa-{key}", question=q["question"], golden_answers=list(q["answers"]),
+                                  metadata={"evidence": [ids[n - 1] for n in q["evidence"]]})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Benchmark:
+    """A benchmark read from its data file."""
+
+    name: str
+    path: Path
+    description: str
+    conversations: dict[str, Conversation]
+    cases: tuple[Case, ...]
+
+
+def _need(record: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in record:
+        raise BenchmarkError(f"{where}: field {key!r} is missing")
+    value = record[key]
+    if not isinstance(value, kind):
+        raise BenchmarkError(f"{where}: field {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _conversation(record: Any, where: str) -> Conversation:
+    if not isinstance(record, dict):
+        raise BenchmarkError(f"{where}: not an object")
+    conv_id = _need(record, "id", str, where)
+    sessions = []
+    for i, session in enumerate(_need(record, "sessions", list, where)):
+        at = f"{where} session {i}"
+        time = _need(session, "time", str, at) if isinstance(session, dict) else None
+        turns = _need(session, "turns", list, at) if isinstance(session, dict) else None
+        if time is None or turns is None or not all(isinstance(t, list) and len(t) == 2 for t in turns):
+            raise BenchmarkError(f"{at}: turns must be [speaker, text] pairs")
+        sessions.append((time, tuple((str(a), str(b)) for a, b in turns)))
+    count = sum(len(t) for _s, t in sessions)
+    questions = {}
+    for i, q in enumerate(_need(record, "questions", list, where)):
+        at = f"{where} question {i}"
+        key = _need(q, "key", str, at) if isinstance(q, dict) else ""
+        _need(q, "question", str, at)
+        if not _need(q, "answers", list, at):
+            raise BenchmarkError(f"{at}: field 'answers' is empty")
+        evidence = _need(q, "evidence", list, at)
+        if not evidence or any(not isinstance(n, int) or not 1 <= n <= count for n in evidence):
+            raise BenchmarkError(f"{at}: field 'evidence' must name messages 1..{count}")
+        questions[key] = q
+    return Conversation(id=conv_id, sessions=tuple(sessions), questions=questions)
+
+
+def _fault(record: Any, where: str) -> FaultPlan:
+    if not isinstance(record, dict):
+        raise BenchmarkError(f"{where}: field 'fault' must be an object")
+    error = _need(record, "error", str, where)
+    if error not in ERRORS:
+        raise BenchmarkError(f"{where}: field 'error' is {error!r}; choose from {ERRORS}")
+    edit = record.get("edit")
+    if edit is not None and not (isinstance(edit, dict) and isinstance(edit.get("new"), str)):
+        raise BenchmarkError(f"{where}: field 'edit' must be {{'old': text or null, 'new': text}}")
+    span = record.get("span")
+    return FaultPlan(error=error, corruption=_need(record, "corruption", str, where),
+                     site=_need(record, "site", str, where), message=record.get("message"),
+                     after=record.get("after"), edit=(edit.get("old"), edit["new"]) if edit else None,
+                     holds=tuple(record.get("holds") or ()), span=tuple(span) if span else None,  # type: ignore[arg-type]
+                     summary=record.get("summary", ""), layer=dict(record.get("layer") or {}))
+
+
+def _case(number: int, record: Any, conversations: dict[str, Conversation], where: str) -> Case:
+    if not isinstance(record, dict):
+        raise BenchmarkError(f"{where}: not an object")
+    conv = _need(record, "conversation", str, where)
+    if conv not in conversations:
+        raise BenchmarkError(f"{where}: field 'conversation' names unknown conversation {conv!r}")
+    split = _need(record, "split", str, where)
+    if split not in SPLITS:
+        raise BenchmarkError(f"{where}: field 'split' is {split!r}; choose from {SPLITS}")
+    question = _need(record, "question", str, where)
+    if question not in conversations[conv].questions:
+        raise BenchmarkError(f"{where}: field 'question' names unknown question {question!r} of {conv!r}")
+    return Case(number=number, conversation=conv, split=split, question=question,
+                fault=_fault(record.get("fault"), f"{where} fault"), prediction=str(record.get("prediction", "")),
+                origin=str(record.get("origin", "")))
+
+
+def load_benchmark(path: str | Path) -> Benchmark:
+    """Read and check a benchmark data file.
+
+    Raises:
+        BenchmarkError: the file is missing, not JSON, or a record lacks a field (the message names them).
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BenchmarkError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise BenchmarkError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise BenchmarkError(f"{path}: field 'format' must be {FORMAT!r}")
+    conversations = {}
+    for i, record in enumerate(_need(raw, "conversations", list, str(path))):
+        conv = _conversation(record, f"{path}: conversation {i}")
+        conversations[conv.id] = conv
+    cases = tuple(_case(i, record, conversations, f"{path}: case {i}")
+                  for i, record in enumerate(_need(raw, "cases", list, str(path)), start=1))
+    return Benchmark(name=str(raw.get("name") or path.stem), path=path, description=str(raw.get("description", "")),
+                     conversations=conversations, cases=cases)

@@ -1,0 +1,197 @@
+"""Planned faults: faultbench's per-layer faults, driven by the authors' texts instead of a seeded corruption.
+
+A faultbench fault acts through the layer's own code (a fake model's reply, a buffer line, a
+store, a search) and notes the op recorded while it acted; its text change comes from a
+:class:`~toolkits.faultbench._corrupt.Corruptor`. A planned fault is the same class with a
+:class:`PlannedEdit` in the corruptor's place, the plan's texts as the *fact sentences* that
+say where the information is, and the plan's wrong answer for a response fault. Two
+Long-Context behaviours the real layer lacks are emulated here, as small as possible:
+
+* ``window`` — not an emulation: the real layer trims to its ``context_window`` tokens; the
+  fault only watches for the update that pushes the fact line out (the label);
+* ``compact`` — the update at message ``after`` replaces the lines of the ``span`` messages by
+  the plan's summary (the real layer never summarises).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.attribution.data import Case, Conversation
+from toolkits.evidence_flow import DEFAULT_ANSWER_THRESHOLD, content_tokens, token_recall
+from toolkits.faultbench import _catalog
+from toolkits.faultbench._faults import Fault, FaultSpec, patch_attr
+from toolkits.faultbench._layer_faults import LongContextFault
+from toolkits.faultbench._mem0_faults import Mem0Fault
+from toolkits.faultbench._targets import Target, message_sentences
+
+__all__ = ["PlannedEdit", "planned_fault"]
+
+_FENCED = re.compile(r"```(?:json)?\n(?P<body>.*)\n```", re.DOTALL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedEdit:
+    """The corruptor of a planned fault: replace ``old`` by ``new`` (``old`` None: the whole text)."""
+
+    old: str | None
+    new: str
+
+    def applicable(self) -> bool:
+        """A plan is always applicable; whether it meets its text shows when it fires."""
+        return True
+
+    def apply(self, text: str) -> str | None:
+        """The edited text, or None when ``old`` is not in ``text``."""
+        if self.old is None:
+            return self.new if text != self.new else None
+        if self.old not in text:
+            return None
+        return re.sub(r"[ \t]{2,}", " ", text.replace(self.old, self.new)).strip()
+
+
+class _Planned:
+    """Mixin over a faultbench fault class: the plan replaces the seeded corruption."""
+
+    plan_case: Case
+    prediction: str
+
+    def __init__(self, spec: FaultSpec, site: str, target: Target, *, case: Case, act_index: int,
+                 extra: dict[str, Any]) -> None:
+        super().__init__(spec, site, target, seed=0, act_index=act_index)  # type: ignore[call-arg]
+        self.plan_case, self.extra = case, extra
+        edit = case.fault.edit
+        self.corruptor = PlannedEdit(old=edit[0], new=edit[1]) if edit else None  # type: ignore[assignment]
+        self.prediction = case.prediction
+
+    def fresh(self) -> Fault:
+        return type(self)(self.spec, self.site, self.target, case=self.plan_case,  # type: ignore[attr-defined]
+                          act_index=self.act_index, extra=self.extra)  # type: ignore[attr-defined]
+
+    def answer(self, qa: Any, question: str, memories: str, reader: Any) -> str:
+        if self.spec.error != "response" or qa.id != self.target.qa.id:  # type: ignore[attr-defined]
+            return super().answer(qa, question, memories, reader)  # type: ignore[misc]
+        self.fire("question-answering", "the answer model gave the plan's wrong answer")  # type: ignore[attr-defined]
+        return self.prediction or "I don't know."
+
+
+class PlannedLongContextFault(_Planned, LongContextFault):
+    """Long-Context: faultbench's faults plus ``window`` (observed) and ``compact`` (emulated)."""
+
+    @staticmethod
+    def make_layer(user_id: str, save_dir: str, faults: list[Fault]) -> Any:
+        """Long-Context with the plan's ``context_window`` (default: nothing trimmed)."""
+        from membase.layers import build_layer
+
+        window = max((f.plan_case.fault.layer.get("context_window", 100_000) for f in faults
+                      if isinstance(f, _Planned)), default=100_000)
+        return build_layer("Long-Context", user_id=user_id, save_dir=save_dir, context_window=window)
+
+    @contextlib.contextmanager
+    def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        kind = self.spec.corruption
+        if self.spec.error != "update" or kind not in ("window", "compact") or self.fired:
+            with super().around_message(layer, message, index):
+                yield
+            return
+        line = self._fact_line()
+        held = line in layer._buffer
+        if kind == "compact" and index == self.act_index:
+            original = layer._buffer_and_get_doc
+
+            def append_and_compact(text: str | None = None) -> str | None:
+                doc = original(text)
+                self._compact(layer, message)  # inside the recorded update, as a summarising buffer does
+                return doc
+
+            with patch_attr(layer, "_buffer_and_get_doc", append_and_compact):
+                yield
+            return
+        yield
+        if kind == "window" and held and line not in layer._buffer:
+            self.fire("memory_system.memory_update",
+                      f"the memory update appending {message.id} pushed the fact line out of the context window")
+
+    def _compact(self, layer: Any, message: Any) -> None:
+        from membase.utils.tokens import count_tokens
+
+        replaced = set(self.extra["span_lines"])
+        if self._fact_line() not in replaced or self._fact_line() not in layer._buffer:
+            return  # a summary that keeps the fact's message loses nothing of it
+        keep = [i for i, text in enumerate(layer._buffer) if text not in replaced]
+        summary = self.plan_case.fault.summary
+        layer._buffer[:] = [summary] + [layer._buffer[i] for i in keep]
+        layer._buffer_tokens[:] = [count_tokens(summary, getattr(layer, "_buffer_model", None))] + [
+            layer._buffer_tokens[i] for i in keep]
+        self.fire("memory_system.memory_update",
+                  f"the memory update appending {message.id} replaced earlier messages by a summary")
+
+
+class PlannedMem0Fault(_Planned, Mem0Fault):
+    """Mem0: an extracted fact that the plan empties is left out, not kept as a bare speaker prefix."""
+
+    def _corrupt_facts(self, reply: str) -> str:
+        match = _FENCED.search(reply)
+        facts = json.loads(match.group("body") if match else reply).get("facts", [])
+        changed = []
+        for fact in facts:
+            new = self.corrupt(fact)
+            if new is None:
+                changed.append(fact)
+            elif content_tokens(new.partition(": ")[2] if ": " in new else new):
+                changed.append(new)
+        if changed == facts:
+            return reply
+        self.fire("memory_system.extract_facts", f"the facts extracted from {self.target.fact.id} follow the plan's "
+                  f"edit ({self.spec.corruption})")
+        return "```json\n" + json.dumps({"facts": changed}) + "\n```"
+
+
+def _planned_class(split: str) -> type[Fault]:
+    if split == "long_context":
+        return PlannedLongContextFault
+    if split == "mem0":
+        return PlannedMem0Fault
+    base = _catalog.fault_class(split)
+    return type(f"Planned{base.__name__}", (_Planned, base), {})
+
+
+_CLASSES: dict[str, type[Fault]] = {}
+
+
+def _stating(text: str, answers: list[str]) -> list[str]:
+    tokens = content_tokens(" ".join(answers))
+    hits = [s for s in message_sentences(text) if token_recall(tokens, content_tokens(s)) >= DEFAULT_ANSWER_THRESHOLD]
+    return hits or message_sentences(text)
+
+
+def planned_fault(case: Case, conversation: Conversation, qa: Any, trajectory: Any) -> Fault:
+    """The fault of ``case`` on its conversation's trajectory and question ``qa``."""
+    from membase.layers.long_context import format_message
+
+    plan = case.fault
+    messages = trajectory.messages
+    number = plan.message or conversation.questions[case.question]["evidence"][0]
+    fact = messages[number - 1]
+    if plan.holds:
+        sentences = plan.holds
+    elif plan.edit and plan.edit[0]:
+        sentences = (plan.edit[0],)
+    else:
+        sentences = tuple(_stating(fact.content, list(qa.golden_answers)))
+    speakers = list(dict.fromkeys(m.name for m in messages))
+    target = Target(qa=qa, fact=fact, fact_index=number - 1, answer_tokens=frozenset(content_tokens(
+        " ".join(qa.golden_answers))), fact_sentences=sentences, speaker=fact.name,
+        others=tuple(s for s in speakers if s != fact.name), spread=1)
+    spec = FaultSpec(error=plan.error, corruption=plan.corruption, sites=(plan.site,))
+    extra: dict[str, Any] = {}
+    if plan.span:
+        extra["span_lines"] = [format_message(m) for m in messages[plan.span[0] - 1:plan.span[1]]]
+    act = (plan.after or number + 1) - 1 if plan.error in ("update", "deletion") else number - 1
+    cls = _CLASSES.setdefault(case.split, _planned_class(case.split))
+    return cls(spec, plan.site, target, case=case, act_index=act, extra=extra)  # type: ignore[call-arg]
