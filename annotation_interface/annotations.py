@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 from .parser import GraphIndex, QARecord
 
 __all__ = [
@@ -58,7 +60,7 @@ ERROR_LABELS = ("AnnotationError", "LLMAsAJudgeError", *MEMORY_ERROR_TYPES)
 _NULL_WORDS = frozenset({"", "null", "none"})
 
 
-class OutputFileError(ValueError):
+class OutputFileError(MemTraceError, ValueError):
     """The output file exists but cannot be read as a JSON array (it is left untouched)."""
 
 

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = ["BrowserError", "Chromium", "Page", "StreamlitServer", "find_chromium", "free_port"]
 
 CHROMIUM_FLAGS = (
@@ -59,7 +61,7 @@ _POINT_JS = """(want) => {
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-class BrowserError(RuntimeError):
+class BrowserError(MemTraceError, RuntimeError):
     """Chromium or the app did not start, or the page did not reach the expected state."""
 
 

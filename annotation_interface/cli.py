@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = ["APP_PATH", "AppArgsError", "build_parser", "main", "parse_app_args"]
 
 APP_PATH = Path(__file__).resolve().with_name("app.py")
@@ -38,7 +40,7 @@ search/construction stages). Example:
 A deep link opens one case: http://127.0.0.1:8501/?folder=<data folder>&graph=<graph file stem>&case=<question id>"""
 
 
-class AppArgsError(ValueError):
+class AppArgsError(MemTraceError, ValueError):
     """Bad command-line flags (the message is the argparse error)."""
 
 

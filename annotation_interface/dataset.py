@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 from .loader import GraphFileError, file_stamp, read_graph_json, remember_raw
 from .parser import GraphIndex, build_graph_index, is_graph_export
 
@@ -55,7 +57,7 @@ STAGE_FILES = ("graph_evaluation.json", "graph_search.json", "graph_construction
 _INDEX_PREFIX = "dataset_index_"
 
 
-class DataPathError(ValueError):
+class DataPathError(MemTraceError, ValueError):
     """``--data`` names nothing usable (missing path)."""
 
 

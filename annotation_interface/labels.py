@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 from .annotations import record_key
 
 __all__ = [
@@ -37,7 +39,7 @@ CaseRef = tuple[str, str]
 """``(graph_name, qa_id)``."""
 
 
-class AttributionOutputError(ValueError):
+class AttributionOutputError(MemTraceError, ValueError):
     """An attribution output file that cannot be read; the message names the file and record."""
 
 

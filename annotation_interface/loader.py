@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
 from smartcomment.schema.base import gc_paused
 
 from .parser import GraphIndex, NotAGraphError, build_graph_index, is_graph_export
@@ -25,7 +26,7 @@ from .parser import GraphIndex, NotAGraphError, build_graph_index, is_graph_expo
 __all__ = ["FileStamp", "GraphFileError", "ParsedGraph", "file_stamp", "load_graph", "read_graph_json"]
 
 
-class GraphFileError(ValueError):
+class GraphFileError(MemTraceError, ValueError):
     """A graph file that cannot be read, is not JSON, or does not import; the message is one line."""
 
 

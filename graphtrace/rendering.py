@@ -12,6 +12,8 @@ from typing import Any
 
 import regex
 
+from smartcomment.runtime.errors import MemTraceError
+
 from .models import DUMMY_OP_COMMENT, DUMMY_OP_ID
 
 __all__ = [
@@ -282,7 +284,7 @@ def render_dummy_root(graph: Any, *, include_value: bool = True) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class RegexSearchError(ValueError):
+class RegexSearchError(MemTraceError, ValueError):
     """The pattern does not compile or the search ran out of time."""
 
 

@@ -1,6 +1,12 @@
-"""Exceptions raised by membase. Messages name the offending thing and say how to fix it."""
+"""Exceptions raised by membase. Messages name the offending thing and say how to fix it.
+
+``MemTraceError`` (defined in the bottom package, smartcomment) is the root of every
+user-facing error of the project; it is re-exported here for callers above membase.
+"""
 
 from __future__ import annotations
+
+from smartcomment.runtime.errors import MemTraceError
 
 __all__ = [
     "ConfigError",
@@ -8,13 +14,14 @@ __all__ = [
     "FATAL_ERRORS",
     "MemoryNotFoundError",
     "MemBaseError",
+    "MemTraceError",
     "ModelRequestError",
     "ModelRequestsBlockedError",
     "ModelUnreachableError",
 ]
 
 
-class MemBaseError(Exception):
+class MemBaseError(MemTraceError):
     """Base class of every membase error."""
 
 

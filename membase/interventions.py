@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "CallKey",
     "CallRecorder",
@@ -229,7 +231,7 @@ class TracedRun:
     """The layer that answered the questions (the reloaded one when the run reloaded)."""
 
 
-class RunFailed(RuntimeError):
+class RunFailed(MemTraceError, RuntimeError):
     """A runner stage failed: the run cannot stand for the system's behaviour."""
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = ["ObstraceError", "PatternError", "PatternTimeoutError"]
 
 
-class ObstraceError(ValueError):
+class ObstraceError(MemTraceError, ValueError):
     """Base class for bad input to the flat-log tools (a subclass of ``ValueError``)."""
 
 

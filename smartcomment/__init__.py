@@ -28,7 +28,12 @@ from smartcomment.runtime.context import (
     is_tracing_enabled,
     tracing_enabled,
 )
-from smartcomment.runtime.errors import ExecNetworkKeyError, GraphFormatError, TraceConsistencyError
+from smartcomment.runtime.errors import (
+    ExecNetworkKeyError,
+    GraphFormatError,
+    MemTraceError,
+    TraceConsistencyError,
+)
 from smartcomment.runtime.network import ExecNetwork
 from smartcomment.runtime.tracing import (
     comment_fn,
@@ -60,6 +65,7 @@ __all__ = [
     "ExecNetworkKeyError",
     "GraphFormatError",
     "IdentityRegistry",
+    "MemTraceError",
     "TraceConsistencyError",
     "comment_fn",
     "comment_graph",

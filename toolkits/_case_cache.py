@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.utils.io import atomic_write_json as _atomic_write_json
+from smartcomment.runtime.errors import MemTraceError
 from toolkits.bench_utils import ERROR_TYPES
 
 __all__ = ["CaseCache", "InvalidEntryError", "atomic_write_json", "cache_key", "validate_entry"]
@@ -31,7 +32,7 @@ EVIDENCE_SOURCES = ("annotated", "retrieved")
 USAGE_KEYS = ("input_tokens", "output_tokens", "num_calls")
 
 
-class InvalidEntryError(ValueError):
+class InvalidEntryError(MemTraceError, ValueError):
     """A stored result does not have the shape the runner writes (the message names the field)."""
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "ERROR_TYPES",
     "HF_DATASET_ID",
@@ -53,7 +55,7 @@ ERROR_TYPES: tuple[str, ...] = (
 )
 
 
-class BenchmarkDataMissingError(FileNotFoundError):
+class BenchmarkDataMissingError(MemTraceError, FileNotFoundError):
     """A requested MemTraceBench split is not on disk and could not be downloaded."""
 
 

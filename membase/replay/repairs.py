@@ -29,6 +29,7 @@ from typing import Any
 
 from membase.evaluation.metrics import normalize_answer
 from membase.interventions import CallKey, Intervention, patch_attr
+from smartcomment.runtime.errors import MemTraceError
 
 __all__ = ["REPAIR_STAGES", "VERBATIM_LAYERS", "Evidence", "Repair", "RepairUnsupported", "make_repair"]
 
@@ -42,7 +43,7 @@ ANSWER_CONTEXT_RECALL = 0.3
 "2023" elsewhere is not the information)."""
 
 
-class RepairUnsupported(ValueError):
+class RepairUnsupported(MemTraceError, ValueError):
     """No repair of this stage exists for this layer or op (the reason is the message)."""
 
 

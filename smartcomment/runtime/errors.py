@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ExecNetworkKeyError", "GraphFormatError", "TraceConsistencyError"]
+__all__ = ["ExecNetworkKeyError", "GraphFormatError", "MemTraceError", "TraceConsistencyError"]
 
 
-class ExecNetworkKeyError(KeyError):
+class MemTraceError(Exception):
+    """Root of every user-facing error of MemTrace's packages.
+
+    It lives here, in the bottom package, so that every package may derive from it;
+    ``membase.exceptions`` re-exports it. Each subclass also keeps its built-in base
+    (``ValueError``, ``KeyError``, ``FileNotFoundError``, ``RuntimeError`` ...), so a caller's
+    ``except ValueError`` keeps working while ``except MemTraceError`` catches them all.
+    """
+
+
+class ExecNetworkKeyError(MemTraceError, KeyError):
     """An id (node, edge, op or session) that the graph does not contain."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
 
 
-class GraphFormatError(ValueError):
+class GraphFormatError(MemTraceError, ValueError):
     """A graph file or dict that does not follow the smartcomment 0.1.2 export format."""
 
 
@@ -28,7 +38,7 @@ def _diff_window(old: str, new: str) -> tuple[int, str, str]:
     return pos, old[lo : pos + _WINDOW], new[lo : pos + _WINDOW]
 
 
-class TraceConsistencyError(RuntimeError):
+class TraceConsistencyError(MemTraceError, RuntimeError):
     """A strict graph saw a new value under an identity that already has a different value.
 
     Attributes:

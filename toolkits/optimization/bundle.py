@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "BUNDLE_FILENAME",
     "MEMORY_CONFIG_FILENAME",
@@ -39,7 +41,7 @@ _PER_USER_KEYS = ("user_id", "save_dir")
 _SECRET_MARK = "***"
 
 
-class BundleError(ValueError):
+class BundleError(MemTraceError, ValueError):
     """A bundle or config file is missing, unreadable, or invalid (one-line message)."""
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from membase.utils.io import atomic_write_json
+from smartcomment.runtime.errors import MemTraceError
 from toolkits.optimization.bundle import BUNDLE_FILENAME, MemoryConfigBundle
 from toolkits.optimization.grouping import AttributionGroups, group_attributions
 from toolkits.optimization.optimizer import (
@@ -81,7 +82,7 @@ MEMORY_SYSTEMS = {"Mem0": "mem0", "EverMemOS": "evermemos", "NaiveRAG": "rag", "
 """Layer type → the memory-system name of the attribution priors."""
 
 
-class RoundError(RuntimeError):
+class RoundError(MemTraceError, RuntimeError):
     """A round cannot go on (one-line message); the folder stays incomplete and a rerun retries it."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.utils.argtypes import non_negative_int
+from smartcomment.runtime.errors import MemTraceError
 
 __all__ = ["add_arguments", "run_context_recall"]
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
                        help="embedding and layer-build cache (default: <optimization-dir>/cache)")
 
 
-class _InputError(ValueError):
+class _InputError(MemTraceError, ValueError):
     pass
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "Endpoint",
     "EndpointError",
@@ -25,7 +27,7 @@ __all__ = [
 OPENAI_DEFAULT = "https://api.openai.com/v1"
 
 
-class EndpointError(RuntimeError):
+class EndpointError(MemTraceError, RuntimeError):
     """An endpoint is unreachable or refuses the key (one-line message)."""
 
 

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from membase.utils.io import atomic_write_json
+from smartcomment.runtime.errors import MemTraceError
 
 __all__ = ["RUN_SETTINGS_FILENAME", "RunSettingsMismatchError", "check_run_settings", "configuration_digest"]
 
 RUN_SETTINGS_FILENAME = "run_settings.json"
 
 
-class RunSettingsMismatchError(ValueError):
+class RunSettingsMismatchError(MemTraceError, ValueError):
     """The folder's complete rounds were run with other settings (one-line message)."""
 
 

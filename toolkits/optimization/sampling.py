@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "SAMPLED_DATASET_FILENAME",
     "SampleMismatchError",
@@ -28,7 +30,7 @@ __all__ = [
 SAMPLED_DATASET_FILENAME = "sampled_dataset.json"
 
 
-class SampleMismatchError(ValueError):
+class SampleMismatchError(MemTraceError, ValueError):
     """The saved sample was drawn with other settings (one-line message)."""
 
 

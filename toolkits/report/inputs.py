@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "AttributionInput",
     "ReportInputError",
@@ -43,7 +45,7 @@ NON_MEMORY_ERROR_TYPES: tuple[str, ...] = ("LLMAsAJudgeError", "AnnotationError"
 """Verdicts that are not memory errors (MemTraceBench's names); counted apart, never blamed on an op."""
 
 
-class ReportInputError(ValueError):
+class ReportInputError(MemTraceError, ValueError):
     """The input file is missing, unreadable, or not an attribution output."""
 
 

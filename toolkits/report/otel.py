@@ -35,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "MAX_CONTENT_CHARS",
     "OtelSummary",
@@ -61,7 +63,7 @@ _OPERATION_NAMES = {
 }
 
 
-class OtelUnavailable(RuntimeError):
+class OtelUnavailable(MemTraceError, RuntimeError):
     """The OpenTelemetry SDK (or the OTLP exporter) is not installed."""
 
 

@@ -24,6 +24,7 @@ from membase.layers.evermemos.prompts import (
     EVENT_LOG_PROMPT,
     FORESIGHT_PROMPT,
 )
+from smartcomment.runtime.errors import MemTraceError
 
 __all__ = [
     "ExtractionFailed",
@@ -56,7 +57,7 @@ class ExtractionOutcome(Generic[T]):
     value: T | None = None
 
 
-class ExtractionFailed(RuntimeError):
+class ExtractionFailed(MemTraceError, RuntimeError):
     """Every attempt of an extraction failed; carries the outcome for the trace."""
 
     def __init__(self, outcome: ExtractionOutcome[Any]) -> None:

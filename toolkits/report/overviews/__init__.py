@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = ["BUILTIN_OVERVIEWS", "Overview", "OverviewError", "builtin_overview", "resolve_overview"]
 
 BUILTIN_OVERVIEWS: tuple[str, ...] = ("generic", "long_context", "rag", "mem0", "evermemos")
@@ -27,7 +29,7 @@ _ALIASES = {
 }
 
 
-class OverviewError(ValueError):
+class OverviewError(MemTraceError, ValueError):
     """The overview names a file that cannot be read, or is empty."""
 
 
