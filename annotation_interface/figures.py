@@ -170,15 +170,8 @@ def timeline_figure(
 
 
 # -------------------------------------------------------------------------------- subgraphs
-def layered_layout(node_ids: Sequence[str], edges: Iterable[tuple[str, str]]) -> dict[str, tuple[float, float]]:
-    """Left-to-right layers: a node sits one layer right of its furthest predecessor. Back edges
-    found by a depth-first walk (cycles, self-loops) are ignored for the layering. Within a layer
-    nodes keep their input order."""
-    ids = list(dict.fromkeys(node_ids))
-    succ: dict[str, list[str]] = {n: [] for n in ids}
-    for s, t in edges:
-        if s != t and s in succ and t in succ:
-            succ[s].append(t)
+def _acyclic_successors(ids: list[str], succ: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``succ`` less the back edges a depth-first walk from each node (in input order) finds."""
     on_stack, done = 1, 2
     state: dict[str, int] = {}
     dag: dict[str, list[str]] = {n: [] for n in ids}
@@ -201,6 +194,10 @@ def layered_layout(node_ids: Sequence[str], edges: Iterable[tuple[str, str]]) ->
             if seen is None:
                 state[child] = on_stack
                 stack.append((child, iter(succ[child])))
+    return dag
+
+
+def _longest_path_layers(ids: list[str], dag: dict[str, list[str]]) -> dict[str, int]:
     indegree = dict.fromkeys(ids, 0)
     for n in ids:
         for t in dag[n]:
@@ -213,6 +210,19 @@ def layered_layout(node_ids: Sequence[str], edges: Iterable[tuple[str, str]]) ->
             indegree[t] -= 1
             if indegree[t] == 0:
                 queue.append(t)
+    return layer
+
+
+def layered_layout(node_ids: Sequence[str], edges: Iterable[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """Left-to-right layers: a node sits one layer right of its furthest predecessor. Back edges
+    found by a depth-first walk (cycles, self-loops) are ignored for the layering. Within a layer
+    nodes keep their input order."""
+    ids = list(dict.fromkeys(node_ids))
+    succ: dict[str, list[str]] = {n: [] for n in ids}
+    for s, t in edges:
+        if s != t and s in succ and t in succ:
+            succ[s].append(t)
+    layer = _longest_path_layers(ids, _acyclic_successors(ids, succ))
     layers: dict[int, list[str]] = {}
     for n in ids:
         layers.setdefault(layer[n], []).append(n)

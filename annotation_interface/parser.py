@@ -26,6 +26,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = [
     "MEM0_METADATA_SUFFIX",
     "QUERY_TIME_OP_CATEGORIES",
@@ -53,7 +55,7 @@ _JUDGE_BFS_DEPTH = 4
 QAStatus = Literal["correct", "wrong", "unjudged"]
 
 
-class NotAGraphError(ValueError):
+class NotAGraphError(MemTraceError, ValueError):
     """Valid JSON that is not a smartcomment graph export (a manifest, a results file, …)."""
 
 
@@ -380,6 +382,157 @@ def _message_windows(messages: list[MessageRecord], ops: dict[str, OpInfo], out_
     return windows
 
 
+class _Nodes(NamedTuple):
+    nodes: dict[str, NodeInfo]
+    values: dict[str, str]
+    metadata_of: dict[str, dict[str, Any]]
+    latest: dict[str, str]
+
+
+class _Edges(NamedTuple):
+    edges: dict[str, EdgeInfo]
+    op_edges: dict[str, list[EdgeInfo]]
+    out_edges: dict[str, list[EdgeInfo]]
+    in_edges: dict[str, list[EdgeInfo]]
+    session_edges: dict[str, list[EdgeInfo]]
+
+
+def _index_nodes(data: dict[str, Any]) -> _Nodes:
+    table = _Nodes({}, {}, {}, {})
+    raw_nodes: list[dict[str, Any]] = [n for n in data.get("nodes") or [] if isinstance(n, dict)]
+    for i, n in enumerate(raw_nodes):
+        get = n.get
+        class_name = get("class_name")
+        name = _text(get("name"))
+        full_name = get("full_name") or (f"{class_name}:{name}" if class_name else name)
+        full_node_id = get("full_node_id") or f"{full_name}@{get('version', 1)}"
+        table.nodes[full_node_id] = NodeInfo(full_node_id, full_name, name, class_name, get("category") or "variable",
+                                             get("session_id"), get("created_at") or "", i)
+        table.values[full_node_id] = get("value") or ""
+        md = get("metadata")
+        table.metadata_of[full_node_id] = md if isinstance(md, dict) else {}
+        table.latest[full_name] = full_node_id
+    return table
+
+
+def _index_ops(data: dict[str, Any]) -> dict[str, OpInfo]:
+    ops: dict[str, OpInfo] = {}
+    for o in data.get("operations") or []:
+        if isinstance(o, dict) and o.get("op_id"):
+            ops[o["op_id"]] = OpInfo(o["op_id"], o.get("op_name"), o.get("category"), o.get("session_id"),
+                                     _text(o.get("created_at")))
+    return ops
+
+
+def _index_edges(data: dict[str, Any]) -> _Edges:
+    table = _Edges({}, defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list))
+    for i, e in enumerate(data.get("edges") or []):
+        if not isinstance(e, dict):
+            continue
+        get = e.get
+        rec = EdgeInfo(get("edge_id") or "", get("source_full_node_id") or "", get("target_full_node_id") or "",
+                       get("op_id") or "", get("session_id"), get("created_at") or "", i)
+        table.edges[rec.edge_id] = rec
+        table.op_edges[rec.op_id].append(rec)
+        table.out_edges[rec.source].append(rec)
+        table.in_edges[rec.target].append(rec)
+        table.session_edges[rec.session_id or ""].append(rec)
+    return table
+
+
+def _by_time(e: EdgeInfo) -> tuple[str, int]:
+    return (e.created_at, e.order)
+
+
+def _index_messages(table: _Nodes) -> list[MessageRecord]:
+    """The message nodes (query nodes excluded), in execution order."""
+    msg_infos = sorted((info for info in table.nodes.values()
+                        if info.category == "message" and info.class_name != "query"),
+                       key=lambda x: (x.created_at, x.order))
+    messages: list[MessageRecord] = []
+    for pos, info in enumerate(msg_infos):
+        speaker, role, text, timestamp = _message_fields(table.values[info.full_node_id],
+                                                         table.metadata_of[info.full_node_id])
+        messages.append(MessageRecord(full_node_id=info.full_node_id, message_id=info.name, session_id=info.session_id,
+                                      created_at=info.created_at, speaker=speaker, role=role, text=text,
+                                      timestamp=timestamp, position=pos))
+    return messages
+
+
+@dataclass(frozen=True, kw_only=True)
+class _QuestionLinker:
+    """Links one question node to its prediction, judge, retrieved units, evidence and annotations."""
+
+    nodes: _Nodes
+    edges: _Edges
+    ops: dict[str, OpInfo]
+    annotations_by_query: dict[str, list[dict[str, Any]]]
+
+    def node_class(self, node_id: str) -> str | None:
+        info = self.nodes.nodes.get(node_id)
+        return info.class_name if info else None
+
+    def first_judge_score(self, start: str) -> str | None:
+        seen = {start}
+        queue = deque([(start, 0)])
+        while queue:
+            current, depth = queue.popleft()
+            for e in sorted(self.edges.out_edges.get(current, ()), key=_by_time):
+                if self.node_class(e.target) == "judge_score":
+                    return self.nodes.values.get(e.target)
+                if e.target not in seen and depth + 1 < _JUDGE_BFS_DEPTH:
+                    seen.add(e.target)
+                    queue.append((e.target, depth + 1))
+        return None
+
+    def _follow_question_edges(self, qa: QARecord) -> None:
+        values = self.nodes.values
+        retrieval_ops: dict[str, None] = {}
+        retrieved: dict[str, None] = {}
+        for e in sorted(self.edges.out_edges.get(qa.query_full_node_id, ()), key=_by_time):
+            target_class = self.node_class(e.target)
+            op = self.ops.get(e.op_id)
+            if target_class == "prediction":
+                qa.prediction_id, qa.prediction, qa.qa_op_id = e.target, _unrepr(values.get(e.target, "")), e.op_id
+            elif target_class == "judge_response":
+                qa.judge_op_id, qa.judge_response = e.op_id, _unrepr(values.get(e.target, ""))
+            if op is not None and op.category == "retrieval":
+                retrieval_ops[e.op_id] = None
+            target = self.nodes.nodes.get(e.target)
+            if target is not None and target.category == "memory_entry":
+                retrieved[e.target] = None
+                retrieval_ops.setdefault(e.op_id, None)
+        qa.retrieval_op_ids = tuple(retrieval_ops)
+        qa.retrieved_ids = tuple(retrieved)
+
+    def _read_judge(self, qa: QARecord) -> None:
+        if qa.judge_op_id:
+            for e in self.edges.op_edges.get(qa.judge_op_id, ()):
+                if self.node_class(e.source) == "golden_answers":
+                    qa.golden_answers_id, qa.golden_answer = e.source, self.nodes.values.get(e.source)
+                if self.node_class(e.target) == "judge_score":
+                    qa.judge_score = self.nodes.values.get(e.target)
+        if qa.judge_score is None:
+            qa.judge_score = self.first_judge_score(qa.query_full_node_id)
+        qa.status = _score_status(qa.judge_score)
+
+    def question(self, info: NodeInfo) -> QARecord:
+        md = self.nodes.metadata_of[info.full_node_id]
+        qa = QARecord(qa_id=info.name, query_full_node_id=info.full_node_id, query_full_name=info.full_name,
+                      question=_unrepr(self.nodes.values[info.full_node_id]), question_type=md.get("question_type"),
+                      created_at=info.created_at, status="unjudged")
+        self._follow_question_edges(qa)
+        self._read_judge(qa)
+        evidence = md.get("evidence") or []
+        names = [evidence] if isinstance(evidence, str) else [str(x) for x in evidence if x is not None]
+        latest = self.nodes.latest
+        qa.evidence_names = tuple(names)
+        qa.evidence_ids = tuple(latest[n] for n in names if n in latest)
+        qa.missing_evidence = tuple(n for n in names if n not in latest)
+        qa.annotations = tuple(self.annotations_by_query.get(info.full_node_id, ()))
+        return qa
+
+
 def build_graph_index(raw: dict[str, Any]) -> GraphIndex:
     """Index one exported graph (the dict of ``ExecNetwork.export_graph()`` / a graph file).
 
@@ -389,49 +542,11 @@ def build_graph_index(raw: dict[str, Any]) -> GraphIndex:
     if not is_graph_export(raw):
         raise NotAGraphError("not a smartcomment graph export (no data.nodes list)")
     data = raw["data"]
-    raw_nodes: list[dict[str, Any]] = [n for n in data.get("nodes") or [] if isinstance(n, dict)]
-    nodes: dict[str, NodeInfo] = {}
-    values: dict[str, str] = {}
-    metadata_of: dict[str, dict[str, Any]] = {}
-    latest: dict[str, str] = {}
-    for i, n in enumerate(raw_nodes):
-        get = n.get
-        class_name = get("class_name")
-        name = _text(get("name"))
-        full_name = get("full_name") or (f"{class_name}:{name}" if class_name else name)
-        full_node_id = get("full_node_id") or f"{full_name}@{get('version', 1)}"
-        nodes[full_node_id] = NodeInfo(full_node_id, full_name, name, class_name, get("category") or "variable",
-                                       get("session_id"), get("created_at") or "", i)
-        values[full_node_id] = get("value") or ""
-        md = get("metadata")
-        metadata_of[full_node_id] = md if isinstance(md, dict) else {}
-        latest[full_name] = full_node_id
-
-    ops: dict[str, OpInfo] = {}
-    for o in data.get("operations") or []:
-        if isinstance(o, dict) and o.get("op_id"):
-            ops[o["op_id"]] = OpInfo(o["op_id"], o.get("op_name"), o.get("category"), o.get("session_id"),
-                                     _text(o.get("created_at")))
-
-    edges: dict[str, EdgeInfo] = {}
-    op_edges: dict[str, list[EdgeInfo]] = defaultdict(list)
-    out_edges: dict[str, list[EdgeInfo]] = defaultdict(list)
-    in_edges: dict[str, list[EdgeInfo]] = defaultdict(list)
-    session_edges: dict[str, list[EdgeInfo]] = defaultdict(list)
-    for i, e in enumerate(data.get("edges") or []):
-        if not isinstance(e, dict):
-            continue
-        get = e.get
-        rec = EdgeInfo(get("edge_id") or "", get("source_full_node_id") or "", get("target_full_node_id") or "",
-                       get("op_id") or "", get("session_id"), get("created_at") or "", i)
-        edges[rec.edge_id] = rec
-        op_edges[rec.op_id].append(rec)
-        out_edges[rec.source].append(rec)
-        in_edges[rec.target].append(rec)
-        session_edges[rec.session_id or ""].append(rec)
-
-    def by_time(e: EdgeInfo) -> tuple[str, int]:
-        return (e.created_at, e.order)
+    node_table = _index_nodes(data)
+    nodes = node_table.nodes
+    ops = _index_ops(data)
+    edge_table = _index_edges(data)
+    session_edges = edge_table.session_edges
 
     # edges are appended to the export as they are recorded: list order is execution order
     edge_pos: dict[str, int] = {}
@@ -443,92 +558,32 @@ def build_graph_index(raw: dict[str, Any]) -> GraphIndex:
                                   "name": s.get("session_name")}
                 for s in data.get("sessions") or [] if isinstance(s, dict) and s.get("session_id")}
 
-    # messages, in execution order
-    msg_infos = sorted((info for info in nodes.values() if info.category == "message" and info.class_name != "query"),
-                       key=lambda x: (x.created_at, x.order))
-    messages: list[MessageRecord] = []
-    for pos, info in enumerate(msg_infos):
-        speaker, role, text, timestamp = _message_fields(values[info.full_node_id], metadata_of[info.full_node_id])
-        messages.append(MessageRecord(full_node_id=info.full_node_id, message_id=info.name, session_id=info.session_id,
-                                      created_at=info.created_at, speaker=speaker, role=role, text=text,
-                                      timestamp=timestamp, position=pos))
-    windows = _message_windows(messages, ops, out_edges, in_edges, session_edges, edge_pos)
+    messages = _index_messages(node_table)
+    windows = _message_windows(messages, ops, edge_table.out_edges, edge_table.in_edges, session_edges, edge_pos)
 
     annotations = [a for a in data.get("annotations") or [] if isinstance(a, dict)]
     ann_by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for a in annotations:
         ann_by_query[_text(a.get("query_id"))].append(a)
 
-    def node_class(node_id: str) -> str | None:
-        info = nodes.get(node_id)
-        return info.class_name if info else None
-
-    def first_judge_score(start: str) -> str | None:
-        seen = {start}
-        queue = deque([(start, 0)])
-        while queue:
-            current, depth = queue.popleft()
-            for e in sorted(out_edges.get(current, ()), key=by_time):
-                if node_class(e.target) == "judge_score":
-                    return values.get(e.target)
-                if e.target not in seen and depth + 1 < _JUDGE_BFS_DEPTH:
-                    seen.add(e.target)
-                    queue.append((e.target, depth + 1))
-        return None
-
+    linker = _QuestionLinker(nodes=node_table, edges=edge_table, ops=ops, annotations_by_query=ann_by_query)
     qas: list[QARecord] = []
     skipped = 0
     query_infos = sorted((info for info in nodes.values()
                           if info.class_name == "query" and info.category in ("message", "message & query")),
                          key=lambda x: (x.created_at, x.order))
     for info in query_infos:
-        md = metadata_of[info.full_node_id]
-        if _is_skipped_question(info.name, md):
+        if _is_skipped_question(info.name, node_table.metadata_of[info.full_node_id]):
             skipped += 1
             continue
-        qa = QARecord(qa_id=info.name, query_full_node_id=info.full_node_id, query_full_name=info.full_name,
-                      question=_unrepr(values[info.full_node_id]), question_type=md.get("question_type"),
-                      created_at=info.created_at, status="unjudged")
-        retrieval_ops: dict[str, None] = {}
-        retrieved: dict[str, None] = {}
-        for e in sorted(out_edges.get(info.full_node_id, ()), key=by_time):
-            target_class = node_class(e.target)
-            op = ops.get(e.op_id)
-            if target_class == "prediction":
-                qa.prediction_id, qa.prediction, qa.qa_op_id = e.target, _unrepr(values.get(e.target, "")), e.op_id
-            elif target_class == "judge_response":
-                qa.judge_op_id, qa.judge_response = e.op_id, _unrepr(values.get(e.target, ""))
-            if op is not None and op.category == "retrieval":
-                retrieval_ops[e.op_id] = None
-            target = nodes.get(e.target)
-            if target is not None and target.category == "memory_entry":
-                retrieved[e.target] = None
-                retrieval_ops.setdefault(e.op_id, None)
-        qa.retrieval_op_ids = tuple(retrieval_ops)
-        qa.retrieved_ids = tuple(retrieved)
-        if qa.judge_op_id:
-            for e in op_edges.get(qa.judge_op_id, ()):
-                if node_class(e.source) == "golden_answers":
-                    qa.golden_answers_id, qa.golden_answer = e.source, values.get(e.source)
-                if node_class(e.target) == "judge_score":
-                    qa.judge_score = values.get(e.target)
-        if qa.judge_score is None:
-            qa.judge_score = first_judge_score(info.full_node_id)
-        qa.status = _score_status(qa.judge_score)
-        evidence = md.get("evidence") or []
-        names = [evidence] if isinstance(evidence, str) else [str(x) for x in evidence if x is not None]
-        qa.evidence_names = tuple(names)
-        qa.evidence_ids = tuple(latest[n] for n in names if n in latest)
-        qa.missing_evidence = tuple(n for n in names if n not in latest)
-        qa.annotations = tuple(ann_by_query.get(info.full_node_id, ()))
-        qas.append(qa)
+        qas.append(linker.question(info))
 
     index = GraphIndex(
         graph_id=_text(raw.get("graph_id")), user_id=raw.get("user_id"), project_id=raw.get("project_id"),
         metadata=raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {},
-        node_count=len(nodes), nodes=nodes, latest=latest, ops=ops, edges=edges, op_edges=dict(op_edges),
-        out_edges=dict(out_edges), in_edges=dict(in_edges), sessions=sessions, messages=messages, qas=qas,
-        skipped_questions=skipped, annotations=annotations,
+        node_count=len(nodes), nodes=nodes, latest=node_table.latest, ops=ops, edges=edge_table.edges,
+        op_edges=dict(edge_table.op_edges), out_edges=dict(edge_table.out_edges), in_edges=dict(edge_table.in_edges),
+        sessions=sessions, messages=messages, qas=qas, skipped_questions=skipped, annotations=annotations,
         _session_edges=dict(session_edges), _edge_pos=edge_pos,
         _message_pos={m.full_node_id: m.position for m in messages}, _message_windows=windows,
     )
