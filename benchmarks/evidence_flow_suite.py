@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import io
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,12 +62,12 @@ class Score:
         return self.op_right / self.cases if self.cases else 0.0
 
 
-def _build_d(bench: Path) -> None:
-    # its modules have bare names (build, cases, recorder ...): build it in its own interpreter
-    folder = ROOT / "benchmarks" / "heldout_attribution_d"
-    code = (f"import sys, pathlib; sys.path.insert(0, {str(folder)!r}); from build import build; "
-            f"build(pathlib.Path({str(bench)!r}))")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=900)
+def _from_data(name: str, dest: Path) -> Path:
+    """A benchmark kept as data, built by the harness (``benchmarks/attribution``)."""
+    from benchmarks.attribution import build_benchmark, load_benchmark
+
+    build_benchmark(load_benchmark(ROOT / "benchmarks" / "attribution" / "data" / f"{name}.json"), dest / "bench")
+    return dest / "bench"
 
 
 def _builders() -> dict[str, Callable[[Path], Path]]:
@@ -83,8 +82,7 @@ def _builders() -> dict[str, Callable[[Path], Path]]:
         return dest / "bench"
 
     def d(dest: Path) -> Path:
-        _build_d(dest / "bench")
-        return dest / "bench"
+        return _from_data("d", dest)
 
     def e(dest: Path) -> Path:
         from benchmarks.heldout_attribution_e.build import build
