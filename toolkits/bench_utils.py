@@ -163,18 +163,7 @@ def load_memtracebench(
         ValueError: an unknown split, or a file that is not a graph export with annotations.
     """
     root = Path(data_dir)
-    chosen = _normalise_splits(splits)
-    reasons: dict[str, str] = {}
-    available: dict[str, list[Path]] = {}
-    for split in chosen:
-        files = _split_files(root, split)
-        if not files:
-            reason = _download_split(root, split) if download else "download disabled"
-            files = _split_files(root, split)
-            if not files:
-                reasons[split] = reason or "the download contained no JSON files"
-                continue
-        available[split] = files
+    available, reasons = _locate_splits(root, _normalise_splits(splits), download=download)
     if reasons and (splits is not None or not available):
         raise BenchmarkDataMissingError(_missing_message(root, list(reasons), reasons))
     for split, reason in reasons.items():
@@ -189,13 +178,7 @@ def load_memtracebench(
     for split, files in available.items():
         for path in files:
             raw = _read_graph_json(path)
-            data = raw.get("data")
-            annotations = data.get("annotations") if isinstance(data, dict) else None
-            if annotations is None:
-                annotations = []
-            if not isinstance(annotations, list):
-                raise ValueError(f"{path}: data.annotations: expected a list, got {type(annotations).__name__}")
-            checked = [_check_annotation(a, path, i) for i, a in enumerate(annotations)]
+            checked = _checked_annotations(raw, path)
             graph = _import_graph(raw, path)
             source = graph.metadata.get("memtracebench_dataset_source") or "unknown"
             for i, annotation in enumerate(checked):
@@ -220,6 +203,32 @@ def load_memtracebench(
             stacklevel=2,
         )
     return graphs, cases
+
+
+def _locate_splits(root: Path, chosen: list[str], *, download: bool) -> tuple[dict[str, list[Path]], dict[str, str]]:
+    """The JSON files of each split found (downloading missing ones if allowed), and why the others are missing."""
+    reasons: dict[str, str] = {}
+    available: dict[str, list[Path]] = {}
+    for split in chosen:
+        files = _split_files(root, split)
+        if not files:
+            reason = _download_split(root, split) if download else "download disabled"
+            files = _split_files(root, split)
+            if not files:
+                reasons[split] = reason or "the download contained no JSON files"
+                continue
+        available[split] = files
+    return available, reasons
+
+
+def _checked_annotations(raw: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    data = raw.get("data")
+    annotations = data.get("annotations") if isinstance(data, dict) else None
+    if annotations is None:
+        annotations = []
+    if not isinstance(annotations, list):
+        raise ValueError(f"{path}: data.annotations: expected a list, got {type(annotations).__name__}")
+    return [_check_annotation(a, path, i) for i, a in enumerate(annotations)]
 
 
 def _read_graph_json(path: Path) -> dict[str, Any]:

@@ -59,60 +59,74 @@ def _table(title: str, rows: dict[str, dict]) -> None:
         print(f"{name:<28}{r['cases']:>6}{r['eta']:>8.3f}{r['oia']:>8.3f}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
-    if args.command == "build":
-        from toolkits.faultbench._build import BuildConfig, build_faultbench
+def _messages_by_split(items: list[str]) -> dict[str, int]:
+    by_split = {}
+    for item in items:
+        split, _, number = item.partition("=")
+        if split not in SPLITS or not number.isdigit():
+            raise ValueError(f"--max-messages-for expects SPLIT=N with SPLIT in {list(SPLITS)}, got {item!r}")
+        by_split[split] = int(number)
+    return by_split
 
-        if (args.cases_per_kind < 1 or args.max_group < 1 or args.windows < 1 or args.top_k < 1
-                or args.max_messages < 2):
-            print("error: --cases-per-kind, --max-group, --windows and --top-k must be at least 1, --max-messages at "
-                  "least 2", file=sys.stderr)
-            return 2
-        if args.conversations and min(args.conversations) < 1:
-            print(f"error: --conversations takes 1-based LoCoMo sample numbers, got {min(args.conversations)}",
-                  file=sys.stderr)
-            return 2
-        by_split = {}
-        for item in args.max_messages_for:
-            split, _, number = item.partition("=")
-            if split not in SPLITS or not number.isdigit():
-                print(f"error: --max-messages-for expects SPLIT=N with SPLIT in {list(SPLITS)}, got {item!r}",
-                      file=sys.stderr)
-                return 2
-            by_split[split] = int(number)
-        budgets = {}
-        for item in args.max_mb_for:
-            split, _, number = item.partition("=")
-            try:
-                megabytes = float(number)
-            except ValueError:
-                megabytes = -1.0
-            if split not in SPLITS or megabytes <= 0:
-                print(f"error: --max-mb-for expects SPLIT=MB with SPLIT in {list(SPLITS)} and MB > 0, got {item!r}",
-                      file=sys.stderr)
-                return 2
-            budgets[split] = int(megabytes * 1_000_000)
-        config = BuildConfig(locomo_path=args.locomo, dataset_type=args.dataset_type, out_dir=args.out_dir,
-                             splits=args.splits, kinds=args.kinds,
-                             cases_per_kind=args.cases_per_kind, seed=args.seed, max_messages=args.max_messages,
-                             max_messages_by_split=by_split, max_group=args.max_group,
-                             windows_per_conversation=args.windows, max_bytes_by_split=budgets, top_k=args.top_k,
-                             conversations=args.conversations)
+
+def _bytes_by_split(items: list[str]) -> dict[str, int]:
+    budgets = {}
+    for item in items:
+        split, _, number = item.partition("=")
         try:
-            report = build_faultbench(config, progress=print)
-        except (ValueError, FileNotFoundError) as exc:
+            megabytes = float(number)
+        except ValueError:
+            megabytes = -1.0
+        if split not in SPLITS or megabytes <= 0:
+            raise ValueError(f"--max-mb-for expects SPLIT=MB with SPLIT in {list(SPLITS)} and MB > 0, got {item!r}")
+        budgets[split] = int(megabytes * 1_000_000)
+    return budgets
+
+
+def _check_build_numbers(args: argparse.Namespace) -> str | None:
+    if (args.cases_per_kind < 1 or args.max_group < 1 or args.windows < 1 or args.top_k < 1
+            or args.max_messages < 2):
+        return ("--cases-per-kind, --max-group, --windows and --top-k must be at least 1, --max-messages at "
+                "least 2")
+    if args.conversations and min(args.conversations) < 1:
+        return f"--conversations takes 1-based LoCoMo sample numbers, got {min(args.conversations)}"
+    return None
+
+
+def _build(args: argparse.Namespace) -> int:
+    from toolkits.faultbench._build import BuildConfig, build_faultbench
+
+    problem = _check_build_numbers(args)
+    if problem is None:
+        try:
+            by_split = _messages_by_split(args.max_messages_for)
+            budgets = _bytes_by_split(args.max_mb_for)
+        except ValueError as exc:
+            problem = str(exc)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    config = BuildConfig(locomo_path=args.locomo, dataset_type=args.dataset_type, out_dir=args.out_dir,
+                         splits=args.splits, kinds=args.kinds,
+                         cases_per_kind=args.cases_per_kind, seed=args.seed, max_messages=args.max_messages,
+                         max_messages_by_split=by_split, max_group=args.max_group,
+                         windows_per_conversation=args.windows, max_bytes_by_split=budgets, top_k=args.top_k,
+                         conversations=args.conversations)
+    try:
+        report = build_faultbench(config, progress=print)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the loader's DatasetError and friends: one line, no traceback
+        if type(exc).__name__ in ("DatasetError", "ConfigError"):
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except Exception as exc:  # the loader's DatasetError and friends: one line, no traceback
-            if type(exc).__name__ in ("DatasetError", "ConfigError"):
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-            raise
-        print(f"{len(report.cases)} cases written to {args.out_dir}; dropped candidates: {report.dropped}")
-        return 0
+        raise
+    print(f"{len(report.cases)} cases written to {args.out_dir}; dropped candidates: {report.dropped}")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
     from toolkits.faultbench._score import score_evidence_flow
 
     try:
@@ -132,6 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{miss['split']}/{miss['file']} {miss['kind']}: gold {miss['gold']} predicted "
                   f"{miss['predicted']} ({miss['status']}, confidence {miss['confidence']})")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    return _build(args) if args.command == "build" else _score(args)
 
 
 if __name__ == "__main__":
