@@ -16,7 +16,8 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,90 +48,153 @@ _SYSTEM_OPTIONS = ("separate_trim", "non_strict", "agentic", "budget_words", "ov
                    "repr_memory", "anonymous_facts")
 
 
+@dataclass(kw_only=True)
+class _Fault:
+    """One case's fault being planned: what the step handlers read and the two plans they fill."""
+
+    case: Case
+    fact: Fact
+    turns: list[Turn]
+    ev: str
+    variant: tuple[str, str] | None
+    plan: dict[str, Any]
+    qplan: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def opts(self) -> dict[str, Any]:
+        return self.case.options
+
+    def turn(self, mid: str) -> Turn:
+        return {t.mid: t for t in self.turns}[mid]
+
+    def variant_line(self) -> str:
+        return render_turn(_variant_turn(self.turn(self.ev), self.variant))
+
+    def push(self) -> None:
+        if "push" in self.opts:
+            self.qplan["push"] = [_mid(self.fact, self.opts["push"])]
+
+
+def _store(f: _Fault) -> str:
+    f.plan["store_text"] = {f.ev: f.variant}
+    return f"msg:{f.ev}"
+
+
+def _trim(f: _Fault) -> str:
+    f.plan["window_words"] = _window_for_trim(f.turns, f.ev)
+    return f"trim:{f.ev}"
+
+
+def _rewrite(f: _Fault) -> str:
+    f.plan["rewrite"] = {f.turns[-1].mid: {f.ev: f.variant_line()}}
+    return f"rewrite:{f.ev}"
+
+
+def _stale(f: _Fault) -> str:
+    f.qplan["stale_before"] = f.ev
+    return "retrieve:{q}"
+
+
+def _hide(f: _Fault) -> str:
+    f.qplan["hide"] = [f.ev]
+    f.push()
+    return "round1:{q}" if f.case.system == "evermemos" and f.opts.get("agentic", True) else "retrieve:{q}"
+
+
+def _final_hide(f: _Fault) -> str:
+    f.qplan["final_hide"] = [f.ev]
+    f.push()
+    return "final:{q}"
+
+
+def _cut(f: _Fault) -> str:
+    f.plan["cut_omits"] = [f.ev]
+    return f"cut:{f.ev}"
+
+
+def _add(f: _Fault) -> str:
+    f.plan["unit_edit"] = {f.ev: f.variant_line()}
+    return f"add:{f.ev}"
+
+
+def _consolidate(f: _Fault) -> str:
+    f.plan["consolidate"] = {"after": f.turns[-1].mid, "unit_of": f.ev, "with": _mid(f.fact, f.opts["other"]),
+                             "old_line": render_turn(f.turn(f.ev)), "line": f.variant_line()}
+    return "consolidate"
+
+
+def _dedup(f: _Fault) -> str:
+    f.plan["dedup"] = {"after": f.turns[-1].mid, "unit_of": f.ev, "keep": _mid(f.fact, f.opts["keep"])}
+    return "dedup"
+
+
+def _facts(f: _Fault) -> str:
+    explicit = f.fact.mem0_facts.get(f"{f.fact.evidence}/{f.case.variant}")
+    # the faulty reading names whom it attaches the fact to, whatever style the extractor has
+    f.plan["facts"][f.ev] = explicit if explicit is not None else turn_facts(_variant_turn(f.turn(f.ev), f.variant))
+    f.plan.pop("paraphrase", None)
+    return f"msg:{f.ev}"
+
+
+def _none(f: _Fault) -> str:
+    f.plan["decisions"] = {f.ev: {"actions": [{"event": "NONE", "unit_of": _mid(f.fact, f.opts["similar"])}],
+                                  "add_facts": False}}
+    return f"decide:{f.ev}"
+
+
+def _update_or_delete(f: _Fault) -> str:
+    step = f.case.step
+    action: dict[str, Any] = {"event": step.upper(), "unit_of": f.ev, "contains": f.fact.golden[0]}
+    if step == "update":
+        action["text"] = f.opts["text"]
+    f.plan.setdefault("decisions", {})[_mid(f.fact, f.opts["at"])] = {"actions": [action], "add_facts": True}
+    return f"{step}:{f.ev}"
+
+
+def _episode(f: _Fault) -> str:
+    f.plan["episode_edit"] = {f.ev: f.variant}
+    f.plan.pop("paraphrase", None)
+    return f"extract:{f.ev}"
+
+
+def _buffer_lose(f: _Fault) -> str:
+    f.plan["buffer_loses"] = [f.ev]
+    return f"msg:{f.ev}"
+
+
+def _memcell(f: _Fault) -> str:
+    f.plan["memcell_loses"] = [f.ev]
+    return f"cell:{f.ev}"
+
+
+_STEPS: dict[str, Callable[[_Fault], str]] = {
+    "store": _store, "trim": _trim, "rewrite": _rewrite, "stale": _stale, "answer": lambda f: "qa:{q}",
+    "hide": _hide, "final_hide": _final_hide, "cut": _cut, "add": _add, "consolidate": _consolidate,
+    "dedup": _dedup, "facts": _facts, "none": _none, "update": _update_or_delete, "delete": _update_or_delete,
+    "episode": _episode, "buffer_lose": _buffer_lose, "memcell": _memcell,
+}
+
+
 def plan_for(case: Case, fact: Fact, turns: list[Turn]) -> tuple[dict[str, Any], dict[str, Any], str]:
     """``(construction plan, retrieval plan of the failed question, role of the labelled op)``."""
     ev = _mid(fact, fact.evidence)
-    by_mid = {t.mid: t for t in turns}
-    variant = fact.variants.get(case.variant) if case.variant else None
     opts = case.options
     plan: dict[str, Any] = {k: v for k, v in opts.items() if k in _SYSTEM_OPTIONS}
-    good_facts = {_mid(fact, k): v for k, v in fact.mem0_facts.items() if "/" not in k}
     if case.system == "mem0":
-        plan["facts"] = dict(good_facts)
+        plan["facts"] = {_mid(fact, k): v for k, v in fact.mem0_facts.items() if "/" not in k}
     if opts.get("paraphrase"):
         plan["paraphrase"] = {ev: fact.paraphrase}
     if "refresh" in opts:  # a sound UPDATE of the holding unit before the fault
         at, text = opts["refresh"]
         plan["decisions"] = {_mid(fact, at): {"actions": [{"event": "UPDATE", "unit_of": ev, "contains": fact.golden[0],
                                                           "text": text}], "add_facts": True}}
-    qplan: dict[str, Any] = {}
-    step = case.step
-    if step == "store":
-        plan["store_text"] = {ev: variant}
-        return plan, qplan, f"msg:{ev}"
-    if step == "trim":
-        plan["window_words"] = _window_for_trim(turns, ev)
-        return plan, qplan, f"trim:{ev}"
-    if step == "rewrite":
-        last = turns[-1].mid
-        plan["rewrite"] = {last: {ev: render_turn(_variant_turn(by_mid[ev], variant))}}
-        return plan, qplan, f"rewrite:{ev}"
-    if step == "stale":
-        qplan["stale_before"] = ev
-        return plan, qplan, "retrieve:{q}"
-    if step == "answer":
-        return plan, qplan, "qa:{q}"
-    if step == "hide":
-        qplan["hide"] = [ev]
-        if "push" in opts:
-            qplan["push"] = [_mid(fact, opts["push"])]
-        return plan, qplan, "round1:{q}" if case.system == "evermemos" and opts.get("agentic", True) else "retrieve:{q}"
-    if step == "final_hide":
-        qplan["final_hide"] = [ev]
-        if "push" in opts:
-            qplan["push"] = [_mid(fact, opts["push"])]
-        return plan, qplan, "final:{q}"
-    if step == "cut":
-        plan["cut_omits"] = [ev]
-        return plan, qplan, f"cut:{ev}"
-    if step == "add":
-        plan["unit_edit"] = {ev: render_turn(_variant_turn(by_mid[ev], variant))}
-        return plan, qplan, f"add:{ev}"
-    if step == "consolidate":
-        line = render_turn(_variant_turn(by_mid[ev], variant))
-        plan["consolidate"] = {"after": turns[-1].mid, "unit_of": ev, "with": _mid(fact, opts["other"]),
-                               "old_line": render_turn(by_mid[ev]), "line": line}
-        return plan, qplan, "consolidate"
-    if step == "dedup":
-        plan["dedup"] = {"after": turns[-1].mid, "unit_of": ev, "keep": _mid(fact, opts["keep"])}
-        return plan, qplan, "dedup"
-    if step == "facts":
-        explicit = fact.mem0_facts.get(f"{fact.evidence}/{case.variant}")
-        # the faulty reading names whom it attaches the fact to, whatever style the extractor has
-        plan["facts"][ev] = explicit if explicit is not None else turn_facts(_variant_turn(by_mid[ev], variant))
-        plan.pop("paraphrase", None)
-        return plan, qplan, f"msg:{ev}"
-    if step == "none":
-        plan["decisions"] = {ev: {"actions": [{"event": "NONE", "unit_of": _mid(fact, opts["similar"])}],
-                                  "add_facts": False}}
-        return plan, qplan, f"decide:{ev}"
-    if step in ("update", "delete"):
-        action: dict[str, Any] = {"event": step.upper(), "unit_of": ev, "contains": fact.golden[0]}
-        if step == "update":
-            action["text"] = opts["text"]
-        plan.setdefault("decisions", {})[_mid(fact, opts["at"])] = {"actions": [action], "add_facts": True}
-        return plan, qplan, f"{step}:{ev}"
-    if step == "episode":
-        plan["episode_edit"] = {ev: variant}
-        plan.pop("paraphrase", None)
-        return plan, qplan, f"extract:{ev}"
-    if step == "buffer_lose":
-        plan["buffer_loses"] = [ev]
-        return plan, qplan, f"msg:{ev}"
-    if step == "memcell":
-        plan["memcell_loses"] = [ev]
-        return plan, qplan, f"cell:{ev}"
-    raise ValueError(f"unknown step {step!r}")
+    handler = _STEPS.get(case.step)
+    if handler is None:
+        raise ValueError(f"unknown step {case.step!r}")
+    fault = _Fault(case=case, fact=fact, turns=turns, ev=ev, plan=plan,
+                   variant=fact.variants.get(case.variant) if case.variant else None)
+    role = handler(fault)
+    return fault.plan, fault.qplan, role
 
 
 def _control(fact: Fact, turns: list[Turn]) -> Fact | None:
