@@ -17,53 +17,97 @@ class GraphDriver(ABC):
     """Stores sessions, variables, operations and edges; enforces referential integrity."""
 
     @abstractmethod
-    def add_node(self, node: Variable) -> None: ...
+    def add_node(self, node: Variable) -> None:
+        """Store a new variable version; its session must exist and its id must be new."""
+
     @abstractmethod
-    def remove_node(self, full_node_id: str) -> None: ...
+    def remove_node(self, full_node_id: str) -> None:
+        """Remove a node and every edge touching it; unknown ids are ignored."""
+
     @abstractmethod
-    def has_node(self, full_node_id: str) -> bool: ...
+    def has_node(self, full_node_id: str) -> bool:
+        """Whether a node with this id is stored."""
+
     @abstractmethod
-    def get_node(self, full_node_id: str) -> Variable | None: ...
+    def get_node(self, full_node_id: str) -> Variable | None:
+        """The node with this id, or None."""
+
     @abstractmethod
-    def get_nodes_by_name(self, full_name: str) -> list[Variable]: ...
+    def get_nodes_by_name(self, full_name: str) -> list[Variable]:
+        """Every version stored under ``full_name``, oldest first."""
+
     @abstractmethod
-    def get_latest_node(self, full_name: str) -> Variable | None: ...
+    def get_latest_node(self, full_name: str) -> Variable | None:
+        """The newest version under ``full_name``, or None."""
+
     @abstractmethod
-    def add_edge(self, edge: OpEdge) -> None: ...
+    def add_edge(self, edge: OpEdge) -> None:
+        """Store an edge; its session, op and both end nodes must exist and its id must be new."""
+
     @abstractmethod
-    def remove_edge(self, edge_id: str) -> None: ...
+    def remove_edge(self, edge_id: str) -> None:
+        """Remove an edge; unknown ids are ignored."""
+
     @abstractmethod
-    def get_edge(self, edge_id: str) -> OpEdge | None: ...
+    def get_edge(self, edge_id: str) -> OpEdge | None:
+        """The edge with this id, or None."""
+
     @abstractmethod
-    def get_edges_by_node(self, full_node_id: str, direction: Direction = "outgoing") -> list[OpEdge]: ...
+    def get_edges_by_node(self, full_node_id: str, direction: Direction = "outgoing") -> list[OpEdge]:
+        """The node's outgoing or incoming edges, in a deterministic order."""
+
     @abstractmethod
-    def get_edges_by_operation(self, op_id: str) -> list[OpEdge]: ...
+    def get_edges_by_operation(self, op_id: str) -> list[OpEdge]:
+        """The edges recorded by one op, in a deterministic order."""
+
     @abstractmethod
-    def add_operation(self, op: OpRecord) -> None: ...
+    def add_operation(self, op: OpRecord) -> None:
+        """Store an op; its session must exist and its id must be new."""
+
     @abstractmethod
-    def remove_operation(self, op_id: str) -> None: ...
+    def remove_operation(self, op_id: str) -> None:
+        """Remove an op and its edges; unknown ids are ignored."""
+
     @abstractmethod
-    def get_operation(self, op_id: str) -> OpRecord | None: ...
+    def get_operation(self, op_id: str) -> OpRecord | None:
+        """The op with this id, or None."""
+
     @abstractmethod
-    def add_session(self, session: Session) -> None: ...
+    def add_session(self, session: Session) -> None:
+        """Store a new session."""
+
     @abstractmethod
-    def remove_session(self, session_id: str) -> None: ...
+    def remove_session(self, session_id: str) -> None:
+        """Remove a session with its ops, nodes and edges; unknown ids are ignored."""
+
     @abstractmethod
-    def get_session(self, session_id: str) -> Session | None: ...
+    def get_session(self, session_id: str) -> Session | None:
+        """The session with this id, or None."""
+
     @abstractmethod
-    def all_nodes(self) -> Iterable[Variable]: ...
+    def all_nodes(self) -> Iterable[Variable]:
+        """Every stored node."""
+
     @abstractmethod
-    def all_edges(self) -> Iterable[OpEdge]: ...
+    def all_edges(self) -> Iterable[OpEdge]:
+        """Every stored edge."""
+
     @abstractmethod
-    def all_operations(self) -> Iterable[OpRecord]: ...
+    def all_operations(self) -> Iterable[OpRecord]:
+        """Every stored op."""
+
     @abstractmethod
-    def all_sessions(self) -> Iterable[Session]: ...
+    def all_sessions(self) -> Iterable[Session]:
+        """Every stored session."""
+
     @abstractmethod
-    def serialize(self) -> dict[str, list[dict[str, Any]]]: ...
+    def serialize(self) -> dict[str, list[dict[str, Any]]]:
+        """The stored records as JSON-ready lists under ``nodes``, ``edges``, ``operations``, ``sessions``."""
 
     @classmethod
     @abstractmethod
-    def deserialize(cls, data: dict[str, Any]) -> GraphDriver: ...
+    def deserialize(cls, data: dict[str, Any]) -> GraphDriver:
+        """Rebuild a driver from :meth:`serialize` output."""
 
 
 _DRIVERS: dict[str, type[GraphDriver]] = {}

@@ -37,6 +37,7 @@ class InMemoryGraphDriver(GraphDriver):
 
     # ------------------------------------------------------------------ nodes
     def add_node(self, node: Variable) -> None:
+        """Store a new node version; ValueError if its id exists or its session is missing."""
         key = node.full_node_id
         if key in self._nodes:
             raise ValueError(f"node {key!r} already exists")
@@ -47,6 +48,7 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_nodes[node.session_id][key] = None
 
     def remove_node(self, full_node_id: str) -> None:
+        """Remove a node and every edge touching it (no-op for an unknown id)."""
         node = self._nodes.get(full_node_id)
         if node is None:
             return
@@ -62,20 +64,25 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_nodes.get(node.session_id, {}).pop(full_node_id, None)
 
     def has_node(self, full_node_id: str) -> bool:
+        """Whether the node id is stored."""
         return full_node_id in self._nodes
 
     def get_node(self, full_node_id: str) -> Variable | None:
+        """The node with this id, or None."""
         return self._nodes.get(full_node_id)
 
     def get_nodes_by_name(self, full_name: str) -> list[Variable]:
+        """Every version stored under ``full_name``, oldest first."""
         return sorted(self._by_name.get(full_name, ()), key=lambda n: n.version)
 
     def get_latest_node(self, full_name: str) -> Variable | None:
+        """The most recently added version under ``full_name``, or None."""
         versions = self._by_name.get(full_name)
         return versions[-1] if versions else None
 
     # ------------------------------------------------------------------ edges
     def add_edge(self, edge: OpEdge) -> None:
+        """Store an edge; ValueError if its id exists or its session, op or either end is missing."""
         key = edge.edge_id
         if key in self._edges:
             raise ValueError(f"edge {key!r} already exists")
@@ -92,6 +99,7 @@ class InMemoryGraphDriver(GraphDriver):
         self._op_edges[edge.op_id][key] = None
 
     def remove_edge(self, edge_id: str) -> None:
+        """Remove an edge from every index (no-op for an unknown id)."""
         edge = self._edges.pop(edge_id, None)
         if edge is None:
             return
@@ -100,9 +108,11 @@ class InMemoryGraphDriver(GraphDriver):
         self._op_edges.get(edge.op_id, {}).pop(edge_id, None)
 
     def get_edge(self, edge_id: str) -> OpEdge | None:
+        """The edge with this id, or None."""
         return self._edges.get(edge_id)
 
     def get_edges_by_node(self, full_node_id: str, direction: Direction = "outgoing") -> list[OpEdge]:
+        """The node's outgoing or incoming edges, in insertion order."""
         if direction == "outgoing":
             ids = self._out.get(full_node_id, ())
         elif direction == "incoming":
@@ -113,17 +123,21 @@ class InMemoryGraphDriver(GraphDriver):
         return [edges[i] for i in ids]
 
     def get_edges_by_operation(self, op_id: str) -> list[OpEdge]:
+        """The op's edges, in insertion order."""
         edges = self._edges
         return [edges[i] for i in self._op_edges.get(op_id, ())]
 
     def out_degree(self, full_node_id: str) -> int:
+        """Number of edges leaving the node."""
         return len(self._out.get(full_node_id, ()))
 
     def in_degree(self, full_node_id: str) -> int:
+        """Number of edges entering the node."""
         return len(self._in.get(full_node_id, ()))
 
     # ------------------------------------------------------------------ operations
     def add_operation(self, op: OpRecord) -> None:
+        """Store an op; ValueError if its id exists or its session is missing."""
         if op.op_id in self._ops:
             raise ValueError(f"operation {op.op_id!r} already exists")
         if op.session_id not in self._sessions:
@@ -133,6 +147,7 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_ops[op.session_id][op.op_id] = None
 
     def remove_operation(self, op_id: str) -> None:
+        """Remove an op and its edges (no-op for an unknown id)."""
         op = self._ops.get(op_id)
         if op is None:
             return
@@ -143,10 +158,12 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_ops.get(op.session_id, {}).pop(op_id, None)
 
     def get_operation(self, op_id: str) -> OpRecord | None:
+        """The op with this id, or None."""
         return self._ops.get(op_id)
 
     # ------------------------------------------------------------------ sessions
     def add_session(self, session: Session) -> None:
+        """Store a session; ValueError if its id exists."""
         if session.session_id in self._sessions:
             raise ValueError(f"session {session.session_id!r} already exists")
         self._sessions[session.session_id] = session
@@ -154,6 +171,7 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_ops[session.session_id] = {}
 
     def remove_session(self, session_id: str) -> None:
+        """Remove a session with its ops, nodes and edges (no-op for an unknown id)."""
         if session_id not in self._sessions:
             return
         for op_id in list(self._session_ops.get(session_id, ())):
@@ -167,25 +185,32 @@ class InMemoryGraphDriver(GraphDriver):
         self._session_ops.pop(session_id, None)
 
     def get_session(self, session_id: str) -> Session | None:
+        """The session with this id, or None."""
         return self._sessions.get(session_id)
 
     # ------------------------------------------------------------------ bulk
     def all_nodes(self) -> list[Variable]:
+        """Every node, in insertion order."""
         return list(self._nodes.values())
 
     def all_edges(self) -> list[OpEdge]:
+        """Every edge, in insertion order."""
         return list(self._edges.values())
 
     def all_operations(self) -> list[OpRecord]:
+        """Every op, in insertion order."""
         return list(self._ops.values())
 
     def all_sessions(self) -> list[Session]:
+        """Every session, in insertion order."""
         return list(self._sessions.values())
 
     def node_ids_of_session(self, session_id: str) -> list[str]:
+        """Ids of the session's nodes, in insertion order."""
         return list(self._session_nodes.get(session_id, ()))
 
     def serialize(self) -> dict[str, list[dict[str, Any]]]:
+        """The four record lists as JSON-ready dicts (``nodes``, ``edges``, ``operations``, ``sessions``)."""
         with gc_paused():
             return {
                 "nodes": [n.model_dump() for n in self._nodes.values()],

@@ -49,6 +49,7 @@ class IdentityRegistry:
     _by_type: dict[type, IdentityFn] = {}
 
     def __new__(cls, *args: Any, **kwargs: Any):
+        """Refuse instances (OSError): the registry is used through its class methods."""
         raise OSError("IdentityRegistry is used through its class methods and cannot be instantiated")
 
     @classmethod

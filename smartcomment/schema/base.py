@@ -107,6 +107,7 @@ class TraceableModel(MetadataModel):
         return f"{self.filename}:{self.lineno}"
 
     def model_dump(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        """The record as a JSON-ready dict (each record type defines it)."""
         raise NotImplementedError
 
     def model_copy(self):
