@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--top-k", type=_positive_int, default=10, help="memories retrieved per question")
     ref.add_argument("--api-config-path", default=None,
                      help='JSON {"api_keys": [...], "base_urls": [...]} (default: OPENAI_BASE_URL / OPENAI_API_KEY)')
-    ref.add_argument("--qa-model", default="gpt-4.1-mini", help="answering model, or fake:<fixed reply>")
-    ref.add_argument("--judge-model", default="gpt-4.1-mini", help="judge model, or fake:<fixed reply>")
+    ref.add_argument("--qa-model", default="gpt-4.1-mini", help="answering model, fake:<fixed reply> or py:<module>:<factory>")
+    ref.add_argument("--judge-model", default="gpt-4.1-mini", help="judge model, fake:<fixed reply> or py:<module>:<factory>")
     ref.add_argument("--attribution-model", default="gpt-4.1", help="model of the attribution agent")
     ref.add_argument("--disable-memtrace", action="store_true",
                      help="ablation: no attribution; every failure goes to every target as a ResponseError")
@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--seeds", default=None,
                       help="comma list of seeds: run the whole optimization once per seed into <dir>/seed_<s>/ and "
                       "write <dir>/seeds_summary.json (mean and sd of before, after and difference)")
+    ours.add_argument("--workers", type=_positive_int, default=1,
+                      help="conversations built, searched and answered at the same time in worker processes, in "
+                      "every run of several conversations (final evaluation, validation gate); outputs are the "
+                      "same as with 1 (default: %(default)s; see docs/optimization.md)")
     ours.add_argument("--max-sessions", type=_positive_int, default=None,
                       help="cut every conversation to its first N sessions (questions whose evidence lies later are "
                       "dropped); for cheap runs")
@@ -193,6 +197,7 @@ def main(
             return 2
         from toolkits.optimization.cost_estimate import estimate_cost
 
+        args.workers = 1  # the counting fakes count the calls made in this process
         return estimate_cost(args, run_one)
     if args.seeds:
         from toolkits.optimization.seeds import run_over_seeds

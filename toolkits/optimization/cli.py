@@ -364,6 +364,7 @@ def _settings(args: argparse.Namespace, metrics: tuple[str, ...], chat_model_fac
         top_k=args.top_k, qa_model=qa, judge_model=judge, metrics=metrics, qa_batch_size=args.qa_batch_size,
         judge_batch_size=args.judge_batch_size, tracing=True, show_progress=args.progress,
         qa_max_tokens=args.qa_max_tokens, judge_max_tokens=args.judge_max_tokens,
+        workers=getattr(args, "workers", 1),
     )
 
 

@@ -54,6 +54,10 @@ class PipelineSettings:
     """Output-token cap of an answer."""
     judge_max_tokens: int | None = 64
     """Output-token cap of a verdict."""
+    workers: int = 1
+    """Conversations built, searched and answered at the same time in worker processes (1: in this
+    process, one after the other). Outputs are the same for any count, so it is not part of
+    :meth:`describe` and a run may resume with another count."""
 
     def describe(self) -> dict[str, Any]:
         """The settings as JSON (model names, not objects)."""
@@ -100,18 +104,19 @@ def chat_model_from_spec(
     max_retries: int = 3,
     cache_dir: str | None = None,
 ) -> Any:
-    """A membase chat model: ``fake:<reply>`` gives a fixed-reply fake (as ``python -m membase``
-    accepts), anything else an OpenAI-compatible client on the credential pool (the api config
-    file, else ``OPENAI_BASE_URL``/``OPENAI_API_KEY``).
+    """A membase chat model: ``fake:<reply>`` gives a fixed-reply fake and ``py:<module>:<factory>``
+    the model ``factory()`` returns (as ``python -m membase`` accepts; both can be rebuilt in a
+    worker process), anything else an OpenAI-compatible client on the credential pool (the api
+    config file, else ``OPENAI_BASE_URL``/``OPENAI_API_KEY``).
 
     Raises:
-        membase.exceptions.ConfigError: No credentials for a real model.
+        membase.exceptions.ConfigError: No credentials for a real model, or a ``py:`` spec that does
+            not import.
     """
-    if spec.startswith("fake:"):
-        from membase.clients.fake import FunctionChatModel
+    if spec.startswith(("fake:", "py:")):
+        from membase.clients.specs import resolve_chat_model
 
-        reply = spec.split(":", 1)[1]
-        return FunctionChatModel(lambda _messages, **_kw: reply, model=spec)
+        return resolve_chat_model(spec)
     from membase.clients import ChatClient, CredentialPool
 
     pool = CredentialPool.resolve(api_config_path=api_config_path)
@@ -172,6 +177,15 @@ def run_pipeline(
         PipelineError: No user could be built or evaluated.
         membase.exceptions.FATAL_ERRORS: An unreachable endpoint or a bad configuration.
     """
+    from membase.runners._executors import FanOut, shared_workers
+
+    plan = FanOut(workers=max(1, min(settings.workers, len(dataset.trajectories))))  # one conversation: inline
+    with shared_workers(plan):  # the three stages start their worker processes once
+        return _run_stages(bundle, dataset, Path(folder), settings, plan, start_idx=start_idx, end_idx=end_idx)
+
+
+def _run_stages(bundle: MemoryConfigBundle, dataset: Any, folder: Path, settings: PipelineSettings, plan: Any, *,
+                start_idx: int | None, end_idx: int | None) -> PipelineResult:
     from membase.evaluation.prompts import QA_TEMPLATE
     from membase.runners import (
         ConstructionRunner,
@@ -183,7 +197,6 @@ def run_pipeline(
     )
     from membase.runners._common import graph_file
 
-    folder = Path(folder)
     traced = folder / "traced_data"
     fields = _layer_fields(bundle)
     top_k = bundle.top_k or settings.top_k
@@ -194,12 +207,13 @@ def run_pipeline(
     }
     construction = ConstructionRunner(ConstructionRunnerConfig(
         **common, rerun=True, num_workers=1, token_cost_prefix=TOKEN_COST_PREFIX,
-    )).run(dataset)
+    ), fan_out=plan).run(dataset)
     users = [t.id for t in dataset.trajectories]
     if users and len(construction.users_failed) == len(users):
         first = next(iter(construction.users_failed.values()))
         raise PipelineError(f"no memory could be built ({first}); see {folder / 'construction_report.json'}")
-    search_runner = SearchRunner(SearchRunnerConfig(**common, top_k=top_k, start_idx=start_idx, end_idx=end_idx))
+    search_runner = SearchRunner(SearchRunnerConfig(**common, top_k=top_k, start_idx=start_idx, end_idx=end_idx),
+                                 fan_out=plan)
     search = search_runner.run(dataset)
     evaluation_runner = EvaluationRunner(
         EvaluationRunnerConfig(
@@ -211,7 +225,7 @@ def run_pipeline(
             metrics=list(settings.metrics), show_progress=settings.show_progress,
         ),
         qa_model=settings.qa_model,
-        judge_model=settings.judge_model if "llm_judge" in settings.metrics else None,
+        judge_model=settings.judge_model if "llm_judge" in settings.metrics else None, fan_out=plan,
         **({"context_builder": settings.context_builder} if settings.context_builder is not None else {}),
     )
     evaluation = evaluation_runner.run()

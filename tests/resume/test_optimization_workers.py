@@ -1,0 +1,90 @@
+"""run_optimization.py --workers 2: the final evaluation's conversations built in worker processes.
+
+A serial run and a ``--workers 2`` run of the same command must leave the same final evaluation
+(every file, after the run folder, fresh ids and clock times are canonicalised; the evaluation
+reports' token usage aside, see below), and a ``--workers 2`` run killed between the two bundles'
+evaluations must resume without evaluating the first bundle again. Long-Context layer (no model
+inside the layer) and scripted ``py:`` QA/judge models that the spawned workers rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import run_optimization
+from membase.runners._canonical import canonical_run
+from tests.resume import _process
+from tests.resume._optimization_driver import make_factory
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SCRIPTED = "py:tests.resume._optimization_scripted:"
+NEW_QA = "Answer $question from these notes only: $context"
+REPLY = {"rationale": "r", "feedback": "f", "aggregated_feedback": "f", "improved_value": NEW_QA}
+
+
+def _argv(locomo_file: Path, out: Path, workers: int, config: Path) -> list[str]:
+    return ["--config-path", str(config), "--dataset-path", str(locomo_file), "--optimization-dir", str(out),
+            "--sample-size", "1", "--attribution-strategy", "evidence_flow", "--targets", "qa",
+            "--optimizer-model", "fake:" + json.dumps(REPLY), "--qa-model", SCRIPTED + "qa_model",
+            "--judge-model", SCRIPTED + "judge_model", "--max-sessions", "1", "--max-questions", "3",
+            "--eval-trajectories", "2,3", "--bootstrap-samples", "50", "--no-progress", "--workers", str(workers)]
+
+
+def _final_evaluation(out: Path) -> dict:
+    """The final evaluation's files, canonical; usage dropped from the evaluation reports (a serial
+    run's report counts the shared QA model's calls since the process started, a worker's only its own)."""
+    files = {name: json.loads(text) for name, text in canonical_run(out / "final_evaluation").items()}
+    for name, content in files.items():
+        if name.endswith("_evaluation_report.json"):
+            content.pop("usage")
+    files["final_evaluation.json"] = json.loads(
+        (out / "final_evaluation.json").read_text(encoding="utf-8").replace(str(out), "<run>"))
+    return files
+
+
+def _bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_two_workers_equal_the_serial_run_and_resume_after_a_kill(tmp_path, locomo_path, monkeypatch):
+    config = tmp_path / "long_context.json"
+    config.write_text(json.dumps({"layer_type": "Long-Context"}), encoding="utf-8")
+    serial = tmp_path / "serial"
+    argv = _argv(locomo_path, serial, 1, config)
+    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+
+    fanned = tmp_path / "two workers"
+    argv = _argv(locomo_path, fanned, 2, config)
+    # SIGKILL right after the initial bundle's evaluation is saved, before the final bundle's starts
+    ended = _process.run("_optimization_driver", argv, tmp_path, calls=tmp_path / "calls.log",
+                         kill="after:outcomes.json:1")
+    assert ended.killed, ended.stderr
+    assert (fanned / "final_evaluation" / "initial" / "outcomes.json").is_file()
+    assert not (fanned / "final_evaluation.json").exists()
+    initial = _bytes(fanned / "final_evaluation" / "initial")
+
+    from membase.runners import construction
+
+    plans = []
+    real_fan_out = construction.fan_out
+
+    def spy(task, payloads, plan):  # noqa: ANN001, ANN202
+        plans.append((plan.workers, len(payloads)))
+        return real_fan_out(task, payloads, plan)
+
+    monkeypatch.setattr(construction, "fan_out", spy)
+    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+    assert plans == [(2, 2)]  # only the final bundle is built, its two conversations in two workers
+    assert _bytes(fanned / "final_evaluation" / "initial") == initial  # evaluated once, not again
+    report = json.loads((fanned / "final_evaluation.json").read_text(encoding="utf-8"))
+    assert not report["identical_bundles"] and report["final_bundle"]["question_answering_prompt"] == NEW_QA
+    predictions = {q["user_id"]: q["after"]["prediction"] for q in report["questions"]}
+    assert len(set(predictions.values())) == 2  # each conversation answered from its own memory
+    mine, reference = _final_evaluation(fanned), _final_evaluation(serial)
+    assert mine.keys() == reference.keys()
+    for name, content in mine.items():
+        assert content == reference[name], name
