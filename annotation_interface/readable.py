@@ -1,6 +1,6 @@
-"""An operation's inputs and outputs as readable text, with the question's evidence highlighted.
+r"""An operation's inputs and outputs as readable text, with the question's evidence highlighted.
 
-Graph values are stored as text that is often a Python ``repr`` (quoted, with ``\\n`` escapes)
+Graph values are stored as text that is often a Python ``repr`` (quoted, with ``\n`` escapes)
 or JSON (a message ``{"content": …}``, a ``{"facts": [...]}`` reply, a list of memories). The
 viewer shows the text inside: unquoted, one list item per line, and the words of the golden
 answer and of the evidence marked, so a prompt or a reply reads as prose rather than XML.

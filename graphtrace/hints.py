@@ -18,7 +18,9 @@ def wrap_hint(text: str) -> str:
 class GraphTraceToHint(Protocol):
     """Turns the notebook state into a hint (None when there is nothing to say)."""
 
-    def __call__(self, state: GraphTraceState | None) -> str | None: ...
+    def __call__(self, state: GraphTraceState | None) -> str | None:
+        """The hint for this state, or None."""
+        ...
 
 
 class DefaultGraphTraceToHint:

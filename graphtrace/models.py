@@ -170,6 +170,7 @@ class GraphTraceState(BaseModel):
         return value or {}
 
     def model_post_init(self, __context: Any) -> None:
+        """Index the frontier by node id; ValueError if the exploring node is not in it."""
         self._index = {record.full_node_id: key for key, record in self.to_explore_nodes.items()}
         if self.exploring_id is not None and self.exploring_id not in self._index:
             raise ValueError(f"exploring node {self.exploring_id!r} is not in the frontier")

@@ -83,27 +83,32 @@ class InterventionSet(Intervention):
         self.parts = list(parts)
 
     def begin_call(self, key: CallKey | None) -> None:
+        """Remember the call and pass it to every part."""
         self.current_call = key
         for part in self.parts:
             part.begin_call(key)
 
     def on_start(self, layer: Any) -> None:
+        """Pass the layer to every part's ``on_start``."""
         for part in self.parts:
             part.on_start(layer)
 
     @contextlib.contextmanager
     def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
+        """Nest every part's ``around_message`` scope, first part outermost."""
         with contextlib.ExitStack() as stack:
             for part in self.parts:
                 stack.enter_context(part.around_message(layer, message, index))
             yield
 
     def after_message(self, layer: Any, message: Any, index: int) -> None:
+        """Call every part's ``after_message``, in order."""
         for part in self.parts:
             part.after_message(layer, message, index)
 
     @contextlib.contextmanager
     def around_flush(self, layer: Any) -> Iterator[None]:
+        """Nest every part's ``around_flush`` scope, first part outermost."""
         with contextlib.ExitStack() as stack:
             for part in self.parts:
                 stack.enter_context(part.around_flush(layer))
@@ -111,12 +116,14 @@ class InterventionSet(Intervention):
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
+        """Nest every part's ``around_retrieve`` scope, first part outermost."""
         with contextlib.ExitStack() as stack:
             for part in self.parts:
                 stack.enter_context(part.around_retrieve(layer, qa))
             yield
 
     def search_order(self, qas: Sequence[Any]) -> list[Any]:
+        """Let each part reorder the questions in turn."""
         ordered = list(qas)
         for part in self.parts:
             ordered = part.search_order(ordered)
@@ -258,7 +265,8 @@ def run_traced(
         layer: a built ``MemBaseLayer`` (it keeps its own ``save_dir``).
         trajectory: a ``membase.types.Trajectory`` (already cut to the wanted messages).
         qas: the questions to search and answer.
-        qa_model, judge_model: chat models of the evaluation runner.
+        qa_model: the chat model that answers (evaluation runner).
+        judge_model: the chat model that judges the answers (evaluation runner).
         intervention: hooks around the layer calls (None = a clean run).
         top_k: retrieval depth.
         dataset_type: the judge prompt's dataset.

@@ -1,11 +1,11 @@
-"""Attribute cases in worker processes or on a Ray cluster, with the runner's reuse rules unchanged.
+r"""Attribute cases in worker processes or on a Ray cluster, with the runner's reuse rules unchanged.
 
 :func:`attribute_fanned_out` is :meth:`toolkits.runner.MemTraceRunner.arun` spread out. Reuse is
 decided here, in the calling process, by the same runner code as a local run: a case whose
 stored result (``resume`` entries, then the cache) is valid is reported at once and never sent
 out. The other cases go out in tasks of at most ``chunk_size`` cases of one graph; a task runs
 them with a fresh runner of the same config (same cache keys, retries, redaction, credential
-slot ``case index % pool size``) and sends back their :class:`~toolkits.runner.CaseResult`\\ s,
+slot ``case index % pool size``) and sends back their :class:`~toolkits.runner.CaseResult`\ s,
 which are handed to ``on_result`` as each task finishes — so the caller's journal grows by one
 task's cases at a time, and an interrupted run keeps every finished task.
 

@@ -1,9 +1,9 @@
-"""A deterministic fake LLM that answers mem0's two prompts (tests and offline demos).
+r"""A deterministic fake LLM that answers mem0's two prompts (tests and offline demos).
 
 mem0 1.0.5 sends two kinds of requests per message:
 
 * fact extraction: a system prompt (mem0's own or `custom_fact_extraction_prompt`) and a user
-  message `Input:\\nuser: <content>\\n`. The fake splits the message text into sentences and keeps
+  message `Input:\nuser: <content>\n`. The fake splits the message text into sentences and keeps
   up to `max_facts` statements (no questions, at least three content words), each prefixed with
   the speaker name found in the content's metadata suffix. The reply is fenced (```json ... ```),
   so mem0's code-block removal is exercised.
@@ -51,6 +51,7 @@ class Mem0FakeBrain:
         self.update_threshold = update_threshold
 
     def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+        """Answer one mem0 request: fact extraction when it opens with a system prompt, else the update decision."""
         if messages and messages[0].get("role") == "system":
             return self.extract(str(messages[-1].get("content", "")))
         return self.decide(str(messages[-1].get("content", "")))

@@ -53,6 +53,7 @@ class Mem0v3FakeBrain:
         self.skip_threshold = skip_threshold
 
     def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+        """Answer one additive-extraction request (the last message holds the prompt)."""
         return self.extract(str(messages[-1].get("content", "")))
 
     def extract(self, prompt: str) -> str:

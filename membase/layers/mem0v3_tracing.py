@@ -81,6 +81,7 @@ _STATE: contextvars.ContextVar[_AddState | None] = contextvars.ContextVar("mem0v
 
 @contextlib.contextmanager
 def never_raise(what: str) -> Iterator[None]:
+    """Log, never raise, any exception of the block: tracing must not break the traced program."""
     try:
         yield
     except Exception:  # tracing must never break the traced program
@@ -97,6 +98,7 @@ def unit_ref(memory_id: str, text: str, payload: dict[str, Any] | None) -> tuple
 
 
 def list_variable(value: Any, class_name: str, category: str, comment: str) -> Any:
+    """Record ``value`` as one JSON-encoded runtime variable of the current graph."""
     from smartcomment import comment_variable
 
     return comment_variable(

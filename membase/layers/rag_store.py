@@ -107,7 +107,6 @@ class DocumentStore:
 
     def add(self, content: str, key: str | None = None) -> StoredDocument:
         """Queue one document for storage; returns it with its key (a new uuid4 by default)."""
-
         key = key or str(uuid.uuid4())
         now = _now()
         doc = StoredDocument(key=key, content=content, namespace=self.namespace, created_at=now, updated_at=now)

@@ -1,4 +1,4 @@
-"""What an optimized prompt must keep so that the program reading it still works.
+r"""What an optimized prompt must keep so that the program reading it still works.
 
 A contract is ``fn(value) -> list[str]``: the problems of a proposed value (empty = accepted).
 The optimizer shows the problems to the model and asks again; a value that still breaks its
@@ -8,7 +8,7 @@ The Mem0 contracts come from reading mem0ai 1.0.5 (``mem0/memory/main.py``,
 ``mem0/configs/prompts.py``):
 
 * ``custom_fact_extraction_prompt`` becomes the *system* message of the extraction call; the
-  user message is only ``"Input:\\n<messages>"``. The call uses
+  user message is only ``"Input:\n<messages>"``. The call uses
   ``response_format={"type": "json_object"}``, which OpenAI refuses unless the word "json"
   appears in the messages, so the prompt itself must say "json". mem0 reads
   ``json.loads(reply)["facts"]`` (a list of strings), so the prompt must ask for a ``"facts"``

@@ -186,6 +186,7 @@ class AttributionGuidedSelector:
 
     def __call__(self, state: Any, trajectories: list[Any], subsample_scores: list[float], candidate_idx: int,
                  candidate: dict[str, str]) -> list[str]:
+        """Pick the component with the most attributed failures (round robin when none); logs the choice."""
         counts = {c: 0 for c in self.components}
         for trace in trajectories or []:
             for name, items in (trace or {}).get("by_field", {}).items():

@@ -186,7 +186,9 @@ class RoundOutput:
 class RoundStep(Protocol):
     """One round of a loop: run, attribute, optimize; writes its own files into ``ctx.folder``."""
 
-    def __call__(self, ctx: RoundContext) -> RoundOutput: ...
+    def __call__(self, ctx: RoundContext) -> RoundOutput:
+        """Run one round in ``ctx.folder``; returns the next configuration and the summary."""
+        ...
 
 
 def run_rounds(

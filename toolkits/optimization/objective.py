@@ -1,4 +1,4 @@
-"""An objective that needs no model: context recall at a token budget.
+r"""An objective that needs no model: context recall at a token budget.
 
 For each non-adversarial LoCoMo question whose evidence resolves to messages, the question is a
 *hit* when every one of its evidence messages reaches the context handed to the answering step,
@@ -8,7 +8,7 @@ with that context cut to a fixed token budget:
   rank order; :func:`membase.runners.evaluation.default_context_builder`) cut after ``budget``
   tokens (:func:`membase.utils.tokens.truncate_to_tokens`), so "retrieve everything" cannot win;
 * an evidence message reaches it when its stored text (``Speaker <name> (role: user) says:
-  <text>\\nTimestamp: <time>``, what NaiveRAG and Long-Context store) appears whole in it.
+  <text>\nTimestamp: <time>``, what NaiveRAG and Long-Context store) appears whole in it.
 
 Recall is the fraction of hits: *micro* over all questions, *macro* the mean over conversations.
 Only layers that store message text verbatim (NaiveRAG, Long-Context) can be scored this way.
@@ -104,6 +104,7 @@ class BudgetedContextBuilder:
         self.budget = budget
 
     def __call__(self, memories: Sequence[Any]) -> str:
+        """The default context of ``memories``, cut to the token budget."""
         from membase.runners.evaluation import default_context_builder
         from membase.utils.tokens import truncate_to_tokens
 

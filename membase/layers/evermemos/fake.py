@@ -55,6 +55,7 @@ class EverMemOSFakeBrain:
         self.broken = frozenset(broken)
 
     def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+        """Answer one chat request by the task tag its prompt starts with (a task in ``broken`` gets a non-JSON reply)."""
         prompt = str(messages[-1].get("content", ""))
         for kind, tag in TASK_TAGS.items():
             if prompt.startswith(tag):
