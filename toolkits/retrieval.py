@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from membase.utils.text import STOP_WORDS, content_words
 from toolkits._embeddings import CachedEmbedder, Embedder
 
 __all__ = [
@@ -63,7 +63,6 @@ RRF_K = 60
 # Tokenizers
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
-_WORD = re.compile(r"\w+")
 
 
 def ascii_tokenize(text: str) -> list[str]:
@@ -71,61 +70,9 @@ def ascii_tokenize(text: str) -> list[str]:
     return _ASCII_TOKEN.findall(text.lower())
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x3040 <= code <= 0x30FF  # hiragana, katakana
-        or 0x3400 <= code <= 0x4DBF  # CJK extension A
-        or 0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
-        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
-        or 0xF900 <= code <= 0xFAFF  # CJK compatibility ideographs
-        or 0x20000 <= code <= 0x2FA1F  # CJK extensions B+
-    )
-
-
-# A short English function-word list: these carry no evidence signal but dominate BM25
-# term frequencies of chat messages ("I", "you", "the", "was" …).
-ENGLISH_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves s t d ll m o re ve y""".split()
-)
-
-
-_VOWELS = frozenset("aeiou")
-
-
-@lru_cache(maxsize=200_000)
-def light_stem(word: str) -> str:
-    """A small English suffix stripper (plural, -ing, -ed, -ly, final e).
-
-    Conflates the inflections that separate questions from chat messages ("moved" / "move" /
-    "moving", "groups" / "group", "painted" / "painting") without the import cost of NLTK.
-    Words of three letters or fewer are kept as they are.
-    """
-    w = word
-    if len(w) <= 3:
-        return w
-    if w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 4:
-        w = w[:-1]
-    for suffix in ("ingly", "edly", "ing", "ied", "ed", "ly"):
-        stem = w[: -len(suffix)]
-        if w.endswith(suffix) and len(stem) >= 3 and any(c in _VOWELS for c in stem):
-            w = stem + ("y" if suffix == "ied" else "")
-            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in _VOWELS:
-                w = w[:-1]  # running -> run, planned -> plan
-            break
-    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
-        w = w[:-1]
-    return w
+#: The project's one stop-word list (:mod:`membase.utils.text`): function words and chat fillers
+#: carry no evidence signal but dominate BM25 term frequencies of chat messages.
+ENGLISH_STOPWORDS = STOP_WORDS
 
 
 @lru_cache(maxsize=1)
@@ -139,45 +86,23 @@ def _stemmer() -> Callable[[str], str]:
 def unicode_tokenize(
     text: str, *, stopwords: bool = True, stem: bool = True, stemmer: Literal["light", "porter"] = "light"
 ) -> list[str]:
-    """Unicode-aware tokenizer for BM25.
+    """Unicode-aware tokenizer for BM25: the project's one tokenizer (:func:`membase.utils.text.words`).
 
-    NFKC-normalises and case-folds the text, splits it into ``\\w+`` words (letters and digits
-    of every script), and splits runs of CJK characters — written without spaces — into single
-    characters plus adjacent bigrams. Optionally drops English function words and stems ASCII
-    words.
+    NFKC-normalises and case-folds the text, splits it into words (letters and digits of every
+    script), and splits runs of CJK characters — written without spaces — into single characters
+    plus adjacent bigrams. Optionally drops the project's stop words and stems words.
 
     Args:
         text: Text to tokenize.
         stopwords: Drop :data:`ENGLISH_STOPWORDS`.
-        stem: Stem ASCII words.
-        stemmer: ``light`` (:func:`light_stem`) or ``porter`` (NLTK's Porter stemmer).
+        stem: Stem words.
+        stemmer: ``light`` (the project's stemmer, :func:`membase.utils.text.stem`) or ``porter``
+            (NLTK's Porter stemmer, kept as a benchmark variant).
     """
-    stem_fn = light_stem if stemmer == "light" else _stemmer()
-    text = unicodedata.normalize("NFKC", text).casefold()
-    out: list[str] = []
-    for word in _WORD.findall(text):
-        if any(_is_cjk(ch) for ch in word):
-            run: list[str] = []
-            for ch in word + " ":
-                if _is_cjk(ch):
-                    run.append(ch)
-                    continue
-                if run:
-                    out.extend(run)
-                    out.extend(a + b for a, b in zip(run, run[1:], strict=False))
-                    run = []
-            # keep non-CJK parts of a mixed word (e.g. "iphone手机")
-            rest = "".join(" " if _is_cjk(ch) else ch for ch in word).split()
-            words = rest
-        else:
-            words = [word]
-        for w in words:
-            if stopwords and w in ENGLISH_STOPWORDS:
-                continue
-            if stem and w.isascii() and w.isalpha() and len(w) > 3:
-                w = stem_fn(w)
-            out.append(w)
-    return out
+    if stemmer == "light" or not stem:
+        return content_words(text, drop_stop_words=stopwords, stemmed=stem)
+    porter = _stemmer()
+    return [w if w.isdigit() else porter(w) for w in content_words(text, drop_stop_words=stopwords, stemmed=False)]
 
 
 TOKENIZERS: dict[str, Callable[[str], list[str]]] = {

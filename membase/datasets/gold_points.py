@@ -8,8 +8,8 @@ and, for every gold point, finds the memory units whose text holds it: at the en
 held by nothing at the end was never extracted, or was lost later when some earlier version held it.
 
 "Holds" is a word test, not a judgement: the share of the point's content words (topic prefix,
-stop words and one-letter words left out, a crude suffix stem) that occur in the unit's text must
-reach `threshold`. RealMem's points paraphrase what was said, so a verbatim layer (Long-Context,
+stop words and one-letter words left out, stemmed: the project's `membase.utils.text`) that occur
+in the unit's text must reach `threshold`. RealMem's points paraphrase what was said, so a verbatim layer (Long-Context,
 NaiveRAG) scores below 1 even when it holds the point; the score is reported with each point.
 
     python -m membase.datasets.gold_points RUN_DIR [--threshold 0.6] [--output check.json]
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,25 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from membase.datasets.realmem import strip_topic
+from membase.utils.text import content_words
 
 __all__ = ["GoldPointCheck", "check_gold_points", "check_run", "main", "point_recall"]
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an and are as at be been but by for from has have he her his i in is it its my of on or our she so that "
-    "the their them they this to user user's users was we were will with you your not".split()
-)
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+# RealMem's points all speak of "the user": the word names no content of a point
+_POINT_SUBJECT = "user"
 
 
 def _words(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP}
+    return {w for w in content_words(text) if len(w) > 1 and w != _POINT_SUBJECT}
 
 
 def point_recall(point: str, text: str) -> float:

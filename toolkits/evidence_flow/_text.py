@@ -1,8 +1,9 @@
 """Text normalisation shared by the attributor: tokens, decoded values, what a node says.
 
 Both sides of every comparison are normalised the same way (lower case, punctuation dropped,
-stop words removed, a light plural/-ing/-ed stem, number words as digits) and compared as token
-sets. :mod:`._facts` cuts texts into statements and :mod:`._probe` judges them.
+stop words removed, a light plural/-ing/-ed stem, number words as digits: the project's one
+tokenizer, stop-word list and stemmer in :mod:`membase.utils.text`) and compared as token sets.
+:mod:`._facts` cuts texts into statements and :mod:`._probe` judges them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any, Protocol
 
-from ._wordlists import words
+from membase.utils.text import content_words, stem
 
 __all__ = [
     "DEFAULT_ANSWER_THRESHOLD",
@@ -43,9 +43,6 @@ DEFAULT_EVIDENCE_THRESHOLD = 0.5
 #: Cosine similarity that also counts as presence when an embedder is given.
 DEFAULT_EMBEDDING_THRESHOLD = 0.75
 
-_STOP_WORDS = words("stop_words")
-
-_TOKEN_RE = re.compile(r"[0-9a-z]+")
 _SPEAKER_KEYS = ("speaker_name", "name", "speaker", "sender", "user_name")
 _MEM0_SUFFIX = "\nBelow is this message's metadata:"
 # Fields of a memory-unit JSON value that are bookkeeping, not memory content: raw copies of
@@ -76,72 +73,10 @@ _NON_CONTENT_KEYS = frozenset(
 )
 
 
-_NUMBER_WORDS = {
-    word: str(i)
-    for i, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-}
-_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"})
-
-
 #: Light verbs carry little meaning of their own ("went to the lake" is not "went to the museum"):
 #: their forms still meet the question's verb, but the probe gives them no weight as a fact's own
 #: words (tests/evidence_flow/test_text.py, test_a_light_verb_alone_is_no_support_for_a_fact).
 LIGHT_VERBS = frozenset("go get make take come have do".split())
-
-
-@lru_cache(maxsize=65536)
-def _irregular_lemma(token: str) -> str | None:
-    """The verb an irregular past form belongs to ("bought" → "buy", "went" → "go"; lemminflect's
-    tables), so that "Did Nora buy a car?" meets "I bought a car"; None for any other word."""
-    if len(token) < 3 or token.endswith(("ed", "ing", "s")):
-        return None
-    from lemminflect import getInflection, getLemma
-
-    lemma = next(iter(getLemma(token, upos="VERB")), token)
-    if lemma == token:
-        return None
-    past = set(getInflection(lemma, tag="VBD")) | set(getInflection(lemma, tag="VBN"))
-    return lemma if token in past else None
-
-
-@lru_cache(maxsize=65536)  # a conversation reuses a few thousand words across many texts
-def stem(token: str) -> str:
-    """A deliberately light stemmer, applied to both sides of every comparison alike.
-
-    Plural, -ing and -ed forms meet ("agencies"/"agency", "painted"/"painting"/"paint"), a doubled
-    final consonant is undone ("skipped"/"skip", "planning"/"plan"), a final silent "e" goes on
-    every form ("invited"/"invite"/"invites" all "invit"), and common irregular past forms meet
-    their verb ("bought"/"buy"). Short words are left alone.
-    """
-    if token in _NUMBER_WORDS:
-        return _NUMBER_WORDS[token]
-    lemma = _irregular_lemma(token)
-    if lemma is not None:
-        return stem(lemma)  # "gave" is "give", and "give" is "giv"
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        token = token[:-1]
-    if len(token) > 5 and token.endswith("ing"):
-        return _undouble(token[:-3])
-    if len(token) > 4 and token.endswith("ed") and not token.endswith("eed"):
-        return _undouble(token[:-2])
-    if len(token) > 3 and token.endswith("e") and not token.endswith(("ee", "ie", "ye")):
-        return token[:-1]
-    return token
-
-
-# "skipp" (skipped) is "skip"; "ll", "ss", "zz", "ff" and "dd" ends are kept ("called", "passed", "added").
-_UNDOUBLE = frozenset("bgmnprt")
-
-
-def _undouble(token: str) -> str:
-    if len(token) > 2 and token[-1] == token[-2] and token[-1] in _UNDOUBLE:
-        return token[:-1]
-    return token
 
 
 def content_tokens(text: str) -> frozenset[str]:
@@ -160,8 +95,7 @@ def content_tokens(text: str) -> frozenset[str]:
 
 def token_sequence(text: str) -> list[str]:
     """The normalised content tokens of ``text`` in order (see :func:`content_tokens`)."""
-    return [(raw.lstrip("0") or "0") if raw.isdigit() else stem(raw)
-            for raw in _TOKEN_RE.findall(text.lower()) if raw not in _STOP_WORDS]
+    return content_words(text)
 
 
 def token_recall(probe: Iterable[str], tokens: Iterable[str]) -> float:
