@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from membase.clients.fake import FunctionChatModel, ScriptedChatModel
-from membase.exceptions import ModelRequestError, ModelUnreachableError
+from membase.clients.fake import FunctionChatModel
 from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.evidence_flow._facts import statements
 from toolkits.evidence_flow._text import content_tokens
@@ -21,9 +19,8 @@ from toolkits.evidence_flow.judges import (
     PresenceJudge,
     RulesJudgeFactory,
     make_judge_factory,
-    parse_verdicts,
 )
-from toolkits.evidence_flow.judges.llm import RESPONSE_FORMATS, VerdictParseError
+from toolkits.evidence_flow.judges.prompts import read_question
 
 NAMES = frozenset({"nadia", "nadi", "omar"})
 
@@ -39,16 +36,13 @@ def _case(fact: str = "I adopted a grey rabbit called Pip last spring.", golden:
 
 
 def _texts_of(messages) -> list[str]:
-    return re.findall(r'<text id="\d+">(.*?)</text>', messages[-1]["content"], re.DOTALL)
+    return read_question(messages[-1]["content"])[1]
 
 
 def _oracle(messages, **_):
     """A model that says yes to texts naming Pip, contradicts those naming Bo, no otherwise."""
-    verdicts = []
-    for i, text in enumerate(_texts_of(messages), start=1):
-        verdict = "contradicts" if "Bo" in text else "yes" if "Pip" in text else "no"
-        verdicts.append({"id": i, "verdict": verdict})
-    return json.dumps({"verdicts": verdicts})
+    verdicts = ["contradicts" if "Bo" in text else "yes" if "Pip" in text else "no" for text in _texts_of(messages)]
+    return json.dumps({"v": verdicts})
 
 
 def test_every_judge_satisfies_the_protocol_and_names_itself():
@@ -81,81 +75,6 @@ def test_the_rules_judge_reports_a_conflict_as_a_contradiction():
     assert not verdict.present and verdict.contradicts
     missing = judge.assess("Nadia likes carrots.")
     assert not missing.present and not missing.contradicts
-
-
-def test_parse_verdicts_reads_fenced_json_and_names_what_is_missing():
-    assert parse_verdicts('```json\n{"verdicts": [{"id": 1, "verdict": "Yes"}]}\n```', [1]) == {1: "yes"}
-    with pytest.raises(VerdictParseError, match=r"no verdict for text\(s\) \[2\]"):
-        parse_verdicts('{"verdicts": [{"id": 1, "verdict": "no"}]}', [1, 2])
-    with pytest.raises(VerdictParseError, match="not JSON"):
-        parse_verdicts("yes", [1])
-    with pytest.raises(VerdictParseError, match="no 'verdicts' list"):
-        parse_verdicts('{"answer": "yes"}', [1])
-
-
-def test_the_llm_judge_asks_structured_atomic_questions_and_caches_them():
-    model = FunctionChatModel(_oracle)
-    factory = LLMJudgeFactory(model=model)
-    judge = factory.judge(_case(spread=3))
-    # a paraphrase the rules miss (none of the fact's other words, and "Pip" is said elsewhere too),
-    # the model accepts
-    paraphrase = "Nadia's new pet bunny is named Pip."
-    assert not RulesJudgeFactory().judge(_case(spread=3)).assess(paraphrase).present
-    assert judge.assess(paraphrase).present
-    contradiction = judge.assess("Nadia adopted a grey rabbit called Pip; no, it is called Bo.")
-    assert not contradiction.present and contradiction.contradicts
-    call = model.calls[0]
-    assert call["response_format"]["type"] == "json_schema" and call["temperature"] == 0.0
-    assert "<fact>Nadia: I adopted a grey rabbit called Pip last spring.</fact>" in call["messages"][1]["content"]
-    assert judge.usage.calls == 2 and judge.usage.input_tokens > 0 and judge.usage.output_tokens > 0
-    again = factory.judge(_case(spread=3))
-    assert again.assess(paraphrase).present and len(model.calls) == 2  # the run's cache answered
-
-
-def test_the_llm_judge_does_not_ask_about_texts_that_clearly_lack_the_fact():
-    model = FunctionChatModel(_oracle)
-    judge = LLMJudgeFactory(model=model).judge(_case())
-    assert not judge.assess("Nadia went to a glassblowing class on Tuesday.").present
-    assert model.calls == []
-
-
-def test_the_llm_judge_batches_prefetched_texts():
-    model = FunctionChatModel(_oracle)
-    judge = LLMJudgeFactory(model=model, batch_size=2).judge(_case())
-    texts = [f"Nadia adopted rabbit number {i}, called Pip." for i in range(3)]
-    judge.prefetch(texts + ["Nadia likes tea."])
-    assert len(model.calls) == 2 and [len(_texts_of(c["messages"])) for c in model.calls] == [2, 1]
-    assert all(judge.assess(t).present for t in texts) and len(model.calls) == 2
-
-
-def test_the_llm_judge_retries_an_unparsable_reply_then_falls_back_to_the_rules():
-    retried = ScriptedChatModel(["I think yes", '{"verdicts": [{"id": 1, "verdict": "no"}]}'])
-    judge = LLMJudgeFactory(model=retried).judge(_case())
-    verdict = judge.assess("Nadia adopted a grey rabbit called Pip last spring.")
-    assert not verdict.present and verdict.why == "llm: does not state the fact" and retried.remaining == 0
-    broken = ScriptedChatModel(["nope"] * 3)
-    judge = LLMJudgeFactory(model=broken, max_retries=2).judge(_case())
-    fallback = judge.assess("Nadia adopted a grey rabbit called Pip last spring.")
-    assert fallback.present and fallback.why == "answer+support"  # the rules' verdict
-    assert judge.usage.fallbacks == 1 and judge.usage.calls == 3
-    failing = ScriptedChatModel([ModelUnreachableError("endpoint down")])
-    factory = LLMJudgeFactory(model=failing)
-    assert factory.judge(_case()).assess("Nadia called her rabbit Pip.").present  # the rules' verdict
-    assert factory.response_format() is RESPONSE_FORMATS[0]  # an unreachable endpoint refuses no form
-
-
-def test_the_llm_judge_falls_back_to_the_structured_output_form_the_endpoint_accepts():
-    def llama_like(messages, response_format=None, **_):
-        if response_format is not None and response_format.get("type") == "json_schema":
-            raise ModelRequestError("400: response_format type json_schema is not supported")
-        return _oracle(messages)
-
-    model = FunctionChatModel(llama_like)
-    factory = LLMJudgeFactory(model=model)
-    assert factory.judge(_case()).assess("Nadia adopted a grey rabbit called Pip, then renamed it Bo.").contradicts
-    assert [c["response_format"]["type"] for c in model.calls] == ["json_schema", "json_object"]
-    assert factory.judge(_case()).assess("Nadia adopted a rabbit, Pip.").present
-    assert model.calls[-1]["response_format"]["type"] == "json_object"  # the refused form is not tried again
 
 
 # ---------------------------------------------------------------- through the attributor

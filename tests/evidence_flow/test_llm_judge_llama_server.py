@@ -1,9 +1,10 @@
 """The ``llm`` presence judge against a real llama.cpp server (Gemma-3-270M, CPU).
 
 A 270M base model cannot judge paraphrase; this checks the plumbing only: the judge's structured
-request is accepted by a real OpenAI-compatible endpoint, every visited text gets a verdict (the
-model's, or the rules' after an unparsable reply), and the attribution completes with the judge's
-calls and tokens recorded. Skipped where llama-cpp-python or the GGUF package is not installed
+request is accepted by a real OpenAI-compatible endpoint, every text the rules are unsure of gets a
+verdict (the model's, or the rules' after an unparsable reply), and the attribution completes with
+the judge's calls and tokens recorded. The stored memory words the fact anew ("pet bunny"), so the
+hybrid judge has to ask the model about it. Skipped where llama-cpp-python or the GGUF package is not installed
 (``scripts/install_llama_cpp.sh``).
 """
 
@@ -30,10 +31,10 @@ def llama_server(tmp_path_factory):
 def test_the_llm_judge_completes_an_attribution_against_a_real_server(llama_server, toy, case_factory):
     msg = toy.message("U1:D1:1", "I adopted a grey rabbit called Pip last spring.", "Nadia")
     op = toy.op("memory_system.extract_facts", "extraction")
-    facts = toy.node("extracted_facts", ["Nadia adopted a grey rabbit called Pip"], category="llm_response")
+    facts = toy.node("extracted_facts", ["Nadia has a pet bunny named Pip"], category="llm_response")
     toy.edge(op, msg, facts, "extraction")
     add = toy.op("memory_system.update_memory_decision", "update")
-    unit = toy.node("memory-unit-1", {"id": "1", "memory": "Nadia adopted a grey rabbit called Pip"},
+    unit = toy.node("memory-unit-1", {"id": "1", "memory": "Nadia has a pet bunny named Pip"},
                     category="memory_entry")
     toy.edge(add, facts, unit, "update")
     ids = toy.ask("q1", "What is the name of Nadia's rabbit?", [unit], prediction="Bo")

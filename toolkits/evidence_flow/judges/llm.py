@@ -1,18 +1,30 @@
 """The ``llm`` judge: an OpenAI-compatible chat model answers "does this text still state the fact?".
 
-The graph side asks only about the texts it visits on the fact's lineage, so a case costs a few
-short calls. Each call is one atomic question per text — ``yes`` / ``no`` / ``contradicts`` —
-answered as structured JSON (:mod:`.prompts`), for up to ``batch_size`` texts at once (the graph
-side hands over the unit versions of a lifecycle together through :meth:`LLMJudge.prefetch`).
-Verdicts are cached per (fact, text) across the cases of a run; the chat client's disk cache makes
-reruns replay. An unparsable reply is asked again (``max_retries``); after that, and on a failed
-request, the rules' verdict stands and the fallback is counted. Texts the rules find clearly
-without the fact — the golden answer's words missing and a rules score below ``ask_floor`` —
-are not asked about: the model would only confirm it. A text that holds the answer is always
-asked about, however little of the fact's other words it keeps (a paraphrase).
+A hybrid: the rules (:mod:`.rules`) judge every text first, and the model is asked only where
+they are unsure (:meth:`LLMJudge.why_ask`):
 
-``usage`` counts this judge's calls and prompt/completion tokens (as the endpoint reports them);
-the attributor puts them into every result.
+* a text that lacks the golden answer's words (or, for an inferred answer, most of the evidence's
+  words) is clearly without the fact: the rules decide, the model would only confirm it;
+* a text whose deciding sentence restates the fact in its own words — the rules find it present,
+  no conflict, and it adds no content word beyond the fact, the question and the answer — is
+  clearly with it: the rules decide;
+* a named rules conflict (another person, date, number ...) is a finding, not a doubt: the rules
+  decide;
+* the rest is asked: the answer held but the fact's context short (a paraphrase), the fact found
+  with new words around it (a change of meaning the rules may miss).
+
+Only the texts the graph side visits are asked about, and questions are batched: the graph side
+announces the texts it may visit (:meth:`LLMJudge.prefetch`), and the first text that needs the
+model is asked together with every announced one that needs it too, in one call of up to
+``batch_size`` texts. Each question is atomic — ``yes`` / ``no`` / ``contradicts`` — answered as
+structured JSON (:mod:`.prompts`); a long text (a buffer, a whole context) is shown as its sentences
+that speak of the fact. Verdicts are cached per (fact, shown text) across the cases of a run; the
+chat client's disk cache makes reruns replay. An unparsable reply is asked again
+(``max_retries``); after that, and on a failed request, the rules' verdict stands and the fallback
+is counted.
+
+``usage`` counts this judge's calls and prompt/completion tokens (as the endpoint reports them)
+and the texts it asked about; the attributor puts them into every result.
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from .._assessment import CONFLICT_PREFIX, Assessment
 from .._probe import FactProbe
 from .._text import content_tokens, token_recall
 from ._protocol import CaseFacts
-from .prompts import PRESENCE_SYSTEM, PRESENCE_USER, VERDICT_SCHEMA, VERDICTS
+from .prompts import PRESENCE_SYSTEM, VERDICT_SCHEMA, VERDICTS, presence_question
 from .rules import rules_probe
 
 __all__ = ["LLMJudge", "LLMJudgeFactory", "parse_verdicts"]
@@ -42,6 +54,10 @@ RESPONSE_FORMATS: tuple[dict[str, Any] | None, ...] = (
     None,
 )
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: Rules score, relative to the answer's own, from which a text without a full answer is still asked
+#: about (most of a several-word answer held: "New York" for "New York City").
+_NEAR_ANSWER = 0.75
 
 
 class VerdictParseError(ValueError):
@@ -49,12 +65,21 @@ class VerdictParseError(ValueError):
 
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(f"{message}; the reply was {raw[:200]!r} (expected "
-                         '{"verdicts": [{"id": N, "verdict": "yes"|"no"|"contradicts"}]})')
+                         '{"v": ["yes"|"no"|"contradicts", ...]}, one per text)')
         self.raw = raw
 
 
+def _verdict_list(data: Any, raw: str) -> list[Any]:
+    if isinstance(data, dict):
+        data = data.get("v", data.get("verdicts"))
+    if not isinstance(data, list):
+        raise VerdictParseError("no 'v' list", raw)
+    return data
+
+
 def parse_verdicts(raw: str, expected: Iterable[int]) -> dict[int, str]:
-    """The verdict per text id of a model reply (JSON, bare or in a code fence).
+    """The verdict per text id (1-based) of a model reply: JSON, bare or in a code fence, either the
+    asked ``{"v": [verdict, ...]}`` in the texts' order or ``{"verdicts": [{"id", "verdict"}]}``.
 
     Raises:
         VerdictParseError: when the reply is no such JSON or misses an expected id.
@@ -65,15 +90,13 @@ def parse_verdicts(raw: str, expected: Iterable[int]) -> dict[int, str]:
         data = json.loads(body)
     except ValueError as exc:
         raise VerdictParseError(f"not JSON ({exc})", raw) from exc
-    items = data.get("verdicts") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise VerdictParseError("no 'verdicts' list", raw)
     verdicts: dict[int, str] = {}
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("verdict"), str):
-            word = item["verdict"].strip().lower()
-            if word in VERDICTS and isinstance(item.get("id"), int):
-                verdicts[item["id"]] = word
+    for position, item in enumerate(_verdict_list(data, raw), start=1):
+        number, word = position, item
+        if isinstance(item, dict):
+            number, word = item.get("id"), item.get("verdict")
+        if isinstance(number, int) and isinstance(word, str) and word.strip().lower() in VERDICTS:
+            verdicts[number] = word.strip().lower()
     missing = [i for i in expected if i not in verdicts]
     if missing:
         raise VerdictParseError(f"no verdict for text(s) {missing}", raw)
@@ -98,15 +121,17 @@ class _Usage:
     """Texts put to the model."""
     fallbacks: int = 0
     """Texts left to the rules after failed or unparsable replies."""
+    rules_sure: int = 0
+    """Texts the rules decided alone (clearly without the fact, a verbatim restatement, a conflict)."""
 
     def as_dict(self) -> dict[str, int]:
         return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "asked": self.asked, "fallbacks": self.fallbacks}
+                "asked": self.asked, "fallbacks": self.fallbacks, "rules_sure": self.rules_sure}
 
 
 @dataclass(kw_only=True)
 class LLMJudge:
-    """Asks the model about the texts the graph side visits; the rules screen out clear absences."""
+    """Asks the model about the visited texts the rules are unsure of (see the module docstring)."""
 
     rules: FactProbe
     factory: LLMJudgeFactory
@@ -114,7 +139,10 @@ class LLMJudge:
     answer: str
     name: str = "llm"
     usage: _Usage = field(default_factory=_Usage)
+    _pending: dict[tuple[str, str, str], str] = field(default_factory=dict, repr=False)
+    """Announced texts that need the model, not asked yet (asked with the next question)."""
     _excerpts: dict[str, str] = field(default_factory=dict, repr=False)
+    _own_words: frozenset[str] | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         """What is followed."""
@@ -122,12 +150,12 @@ class LLMJudge:
 
     def _key(self, text: str) -> tuple[str, str, str]:
         # the verdict depends only on what the model is shown: the versions of a growing buffer
-        # that keep the fact's line unchanged share one question
+        # that keep the fact's sentence unchanged share one question
         return (self.fact, self.answer, self._excerpt(text))
 
     def _excerpt(self, text: str) -> str:
-        """A long text (a buffer, a whole context) as the lines that speak of the fact: those with the
-        answer's words, else those sharing the most of the fact's words; at most ``max_text_chars``."""
+        """A long text as its sentences that speak of the fact: those with the answer's words, else
+        those sharing the most of the fact's words, in their order; at most ``max_text_chars``."""
         limit = self.factory.max_text_chars
         if len(text) <= limit:
             return text
@@ -137,56 +165,76 @@ class LLMJudge:
         return cached
 
     def _cut(self, text: str, limit: int) -> str:
-        lines = [line for line in text.splitlines() if line.strip()]
+        parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
         fact_words = frozenset().union(*(f.tokens for f in self.rules.facts))
         answer = self.rules.answer_tokens
-        scored = sorted(range(len(lines)), key=lambda i: (-len(content_tokens(lines[i]) & answer),
-                                                          -len(content_tokens(lines[i]) & fact_words), i))
+        tokens = [content_tokens(p) for p in parts]
+        ranked = sorted(range(len(parts)), key=lambda i: (-len(tokens[i] & answer), -len(tokens[i] & fact_words), i))
         kept: list[int] = []
         size = 0
-        for i in scored:
-            if size + len(lines[i]) > limit and kept:
+        for i in ranked:
+            if kept and (size + len(parts[i]) > limit or not tokens[i] & (answer | fact_words)):
                 break
             kept.append(i)
-            size += len(lines[i]) + 5
-        return " [...] ".join(lines[i][:limit] for i in sorted(kept))
+            size += len(parts[i]) + 5
+        return " [...] ".join(parts[i][:limit] for i in sorted(kept))
 
-    def _worth_asking(self, text: str) -> bool:
+    def _fact_words(self) -> frozenset[str]:
+        """Words a restatement may use without saying anything new: the fact's, the question's, the
+        answer's and the people's."""
+        if self._own_words is None:
+            self._own_words = frozenset().union(*(f.tokens for f in self.rules.facts), self.rules.question_tokens,
+                                                self.rules.answer_tokens, self.rules.names)
+        return self._own_words
+
+    def why_ask(self, text: str) -> str | None:
+        """Why the model is asked about ``text`` (None: the rules are sure and decide)."""
         best, borderline = self.rules.judge_text(text)
-        if best.score >= self.factory.ask_floor or borderline:
-            return True
+        if borderline:
+            return "answer held, the fact's context a little short"
+        if best.contradicts:
+            return None
+        if best.present:
+            added = content_tokens(best.segment) - self._fact_words()
+            return f"the fact with new words around it ({', '.join(sorted(added)[:3])})" if added else None
         answer = self.rules.answer_tokens
-        return bool(answer) and token_recall(answer, content_tokens(text)) >= self.rules.answer_threshold
+        if self.rules.mode == "answer" and answer:
+            held = token_recall(answer, content_tokens(text)) >= self.rules.answer_threshold * _NEAR_ANSWER
+            return "answer held without the fact's context" if held else None
+        return "part of the evidence's content" if best.score >= self.factory.ask_floor else None
 
     def prefetch(self, texts: Iterable[str]) -> None:
-        """Ask about every text of ``texts`` not yet judged, in batches."""
-        by_key: dict[tuple[str, str, str], str] = {}
+        """Announce texts the graph side may visit: those that need the model are asked with the
+        next question (one call for what would be several)."""
         for text in texts:
             key = self._key(text)
-            if key not in by_key and self.factory.cached(key) is None and self._worth_asking(text):
-                by_key[key] = text
-        pending = list(by_key.values())
-        for start in range(0, len(pending), self.factory.batch_size):
-            self._ask(pending[start:start + self.factory.batch_size])
+            if key not in self._pending and self.factory.cached(key) is None and self.why_ask(text) is not None:
+                self._pending[key] = text
 
     def assess(self, text: str) -> Assessment:
-        """The model's verdict on ``text`` (the rules' where it is clearly absent or the model failed)."""
-        if not self._worth_asking(text):
+        """The model's verdict on ``text`` where the rules are unsure; the rules' elsewhere."""
+        if self.why_ask(text) is None:
+            self.usage.rules_sure += 1
             return self.rules.assess(text)
-        hit = self.factory.cached(self._key(text))
+        key = self._key(text)
+        hit = self.factory.cached(key)
         if hit is None:
-            self._ask([text])
-            hit = self.factory.cached(self._key(text))
+            self._pending.pop(key, None)
+            others = [t for k, t in self._pending.items() if self.factory.cached(k) is None]
+            batch = [text, *others[:self.factory.batch_size - 1]]
+            for asked in batch[1:]:
+                self._pending.pop(self._key(asked), None)
+            self._ask(batch)
+            hit = self.factory.cached(key)
         return hit if hit is not None else self.rules.assess(text)
 
     def _ask(self, texts: list[str]) -> None:
-        shown = [self._excerpt(t) for t in texts]
-        body = "\n".join(f'<text id="{i}">{t}</text>' for i, t in enumerate(shown, start=1))
         messages = [{"role": "system", "content": PRESENCE_SYSTEM},
-                    {"role": "user", "content": PRESENCE_USER.format(fact=self.fact, answer=self.answer, texts=body)}]
+                    {"role": "user", "content": presence_question(self.fact, self.answer,
+                                                                  [self._excerpt(t) for t in texts])}]
         self.usage.asked += len(texts)
         for _ in range(self.factory.max_retries + 1):
-            reply = self._request(messages, 32 + 24 * len(texts))
+            reply = self._request(messages, 8 + 4 * len(texts))
             if reply is None:  # the endpoint failed (after the client's own retries): the rules decide
                 break
             self.usage.calls += 1
@@ -200,7 +248,6 @@ class LLMJudge:
                 self.factory.store(self._key(text), _assessment(verdicts[i], text))
             return
         self.usage.fallbacks += len(texts)
-
 
     def _request(self, messages: list[dict[str, str]], max_tokens: int) -> Any:
         """One completion in the first structured-output form the endpoint accepts (OpenAI's
@@ -235,10 +282,11 @@ class LLMJudgeFactory:
     batch_size: int = 8
     max_retries: int = 2
     """Re-asks after an unparsable reply."""
-    ask_floor: float = 0.3
-    """Rules score below which a text is not put to the model."""
-    max_text_chars: int = 600
-    """Longer texts are shown as their lines that speak of the fact, up to this many characters."""
+    ask_floor: float = 0.75
+    """Inferred answers (no message states the answer): rules score from which a text that falls short
+    of the evidence's content is still asked about."""
+    max_text_chars: int = 320
+    """Longer texts are shown as their sentences that speak of the fact, up to this many characters."""
     name: str = "llm"
     _cache: dict[tuple[str, str, str], Assessment] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

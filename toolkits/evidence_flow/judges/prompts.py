@@ -1,37 +1,35 @@
-"""Prompts of the ``llm`` presence judge (written for this project).
+"""Prompts of the ``llm`` presence judge (written for this project), kept short: every token is paid
+once per question, and the judge asks only where the rules are unsure.
 
-Glossary of the tags the user prompt uses:
+The user prompt is plain lines:
 
-* ``<fact>`` — the evidence statement(s) that carried the critical information, as the
+* ``Fact:`` — the evidence statement(s) that carried the critical information, as the
   conversation said them, with who said them when known;
-* ``<answer>`` — the golden answer the fact supports (empty for a yes/no question);
-* ``<text id="N">`` — one text the graph side reached (a memory unit, a buffer, a context), cut to
-  a bounded length.
+* ``Answer:`` — the golden answer the fact supports (empty for a yes/no question);
+* ``[N]`` — one text the graph side reached (a memory unit, a buffer, a context), on one line, cut
+  to a bounded length around the fact.
 
-The model answers one atomic question per text, as JSON: ``{"verdicts": [{"id": N, "verdict":
-"yes" | "no" | "contradicts"}, ...]}``.
+The model answers one atomic question per text, in the texts' order, as JSON:
+``{"v": ["yes" | "no" | "contradicts", ...]}``. :func:`read_question` reads a prompt back (for
+scripted models and tests).
 """
 
 from __future__ import annotations
 
-__all__ = ["PRESENCE_SYSTEM", "PRESENCE_USER", "VERDICT_SCHEMA", "VERDICTS"]
+import re
+from collections.abc import Sequence
+
+__all__ = ["PRESENCE_SYSTEM", "VERDICTS", "VERDICT_SCHEMA", "presence_question", "read_question"]
 
 VERDICTS = ("yes", "no", "contradicts")
 
 PRESENCE_SYSTEM = (
-    "You check whether pieces of a memory system's data still state one fact from a conversation. "
-    "For each text answer exactly one word: \"yes\" when the text states the fact (other words, tense or "
-    "word order are fine; names may be replaced by the right pronoun or role), \"no\" when it does not "
-    "say it (the fact is missing or only partly there), \"contradicts\" when it states something "
-    "incompatible with it (another person, date, number, place or value, the opposite, a negation). "
-    "Judge only the fact, not the rest of the text. Reply with JSON only."
+    "For each numbered text, does it still state the fact? yes: it states it (any wording); "
+    "no: the fact is missing or only partly there; contradicts: it states something incompatible "
+    "(another person, time, number, value, the opposite). Judge only the fact. JSON only."
 )
 
-PRESENCE_USER = (
-    "<fact>{fact}</fact>\n<answer>{answer}</answer>\n\n{texts}\n\n"
-    "Does each text still state the fact? Reply as "
-    '{{"verdicts": [{{"id": <text id>, "verdict": "yes" | "no" | "contradicts"}}]}} with one entry per text.'
-)
+_REPLY = '{"v": [one of "yes", "no", "contradicts" per text, in order]}'
 
 VERDICT_SCHEMA = {
     "type": "json_schema",
@@ -40,19 +38,29 @@ VERDICT_SCHEMA = {
         "strict": True,
         "schema": {
             "type": "object",
-            "properties": {
-                "verdicts": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"id": {"type": "integer"}, "verdict": {"type": "string", "enum": list(VERDICTS)}},
-                        "required": ["id", "verdict"],
-                        "additionalProperties": False,
-                    },
-                }
-            },
-            "required": ["verdicts"],
+            "properties": {"v": {"type": "array", "items": {"type": "string", "enum": list(VERDICTS)}}},
+            "required": ["v"],
             "additionalProperties": False,
         },
     },
 }
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def presence_question(fact: str, answer: str, texts: Sequence[str]) -> str:
+    """The user prompt asking about ``texts`` (each shown on one line)."""
+    numbered = "\n".join(f"[{i}] {_one_line(text)}" for i, text in enumerate(texts, start=1))
+    return f"Fact: {_one_line(fact)}\nAnswer: {_one_line(answer)}\n{numbered}\nReply {_REPLY}"
+
+
+_TEXT_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+_ANSWER_LINE = re.compile(r"^Answer: (.*)$", re.MULTILINE)
+
+
+def read_question(prompt: str) -> tuple[str, list[str]]:
+    """``(answer, texts)`` of a prompt made by :func:`presence_question`."""
+    answer = _ANSWER_LINE.search(prompt)
+    return (answer.group(1) if answer else ""), [m.group(2) for m in _TEXT_LINE.finditer(prompt)]
