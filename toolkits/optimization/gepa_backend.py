@@ -23,6 +23,16 @@ Files: ``<dir>/gepa/`` (GEPA's own run folder and the seed run), ``<dir>/gepa/ev
 ``<dir>/gepa/selections.jsonl`` (the component picked per iteration and why),
 ``<dir>/gepa/gepa.log`` (GEPA's own iteration log: what it accepted and why), and
 ``<dir>/gepa_summary.json`` (every candidate, its parents and scores, the best one).
+
+**Resume.** A killed run resumes where it stopped when the same command is run again. GEPA keeps
+its own state in ``<dir>/gepa/run/gepa_state.bin`` (saved at the start of every iteration: the
+pool, the scores, the budget spent) and loads it; what the library does not keep is ours:
+``<dir>/gepa/evaluation_cache.jsonl`` journals every memory-system run (candidate digest,
+conversation, traced or not, score, attributions), so no conversation is built again for a
+candidate it was already built for, and ``<dir>/gepa/seed_candidate.json`` keeps the seed
+candidate (no second seed run). The iteration that was running when the run stopped is run again;
+its finished memory-system runs come from the journal. GEPA's random generator is not part of its
+state: after a resume the minibatches and the parent choices may differ from an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -39,15 +49,46 @@ from toolkits.optimization.pipeline import PipelineSettings, run_pipeline
 from toolkits.optimization.records import decode_stored_text, strip_run_dates, unquote
 from toolkits.optimization.targets import Target
 
-__all__ = ["GEPA_SUMMARY_FILENAME", "AttributionGuidedSelector", "MemoryGEPAAdapter", "run_gepa"]
+__all__ = ["GEPA_FOLDER", "GEPA_SUMMARY_FILENAME", "AttributionGuidedSelector", "MemoryGEPAAdapter",
+           "resumable_gepa_run", "run_gepa"]
 
 GEPA_SUMMARY_FILENAME = "gepa_summary.json"
+GEPA_FOLDER = "gepa"
+_EVALUATION_JOURNAL = "evaluation_cache.jsonl"
+_SEED_FILENAME = "seed_candidate.json"
+_STATE = ("run", "gepa_state.bin")
 
 
 def _append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        handle.flush()
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The whole JSON object lines of a journal (a line torn by a kill is skipped)."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def resumable_gepa_run(root: Path) -> int | None:
+    """The memory-system runs journaled by an earlier GEPA run in ``root`` (0 when only GEPA's state
+    is there), or None when it holds neither (nothing to resume)."""
+    folder = Path(root) / GEPA_FOLDER
+    journal = folder / _EVALUATION_JOURNAL
+    if not folder.joinpath(*_STATE).is_file() and not journal.is_file():
+        return None
+    return len(_read_jsonl(journal))
 
 
 @dataclass(kw_only=True)
@@ -71,6 +112,22 @@ class MemoryGEPAAdapter:
     """None: GEPA's own reflective proposer writes the new texts (the library's, not ours)."""
     _cache: dict[tuple[str, int, bool], tuple[float, dict[str, Any]]] = field(default_factory=dict)
     _runs: int = 0
+    reused: int = 0
+    """Memory-system runs restored from the journal of an interrupted run."""
+
+    def restore(self) -> None:
+        """Load the journal of an interrupted run (see the module docstring); run folders keep counting."""
+        for record in _read_jsonl(self.folder / _EVALUATION_JOURNAL):
+            try:
+                key = (str(record["digest"]), int(record["conversation"]), bool(record["traced"]))
+                self._cache[key] = (float(record["score"]), dict(record["trace"]))
+            except (KeyError, TypeError, ValueError):
+                continue  # not a line this module wrote: that run is made again
+        self.reused = len(self._cache)
+        runs = self.folder / "runs"
+        numbers = [int(p.name.split("-", 1)[0]) for p in runs.iterdir() if p.name.split("-", 1)[0].isdigit()] \
+            if runs.is_dir() else []
+        self._runs = max(numbers, default=0)
 
     # -- candidate <-> bundle -----------------------------------------------------------------------
     def bundle_for(self, candidate: Mapping[str, str]) -> tuple[MemoryConfigBundle | None, list[str]]:
@@ -133,6 +190,8 @@ class MemoryGEPAAdapter:
             if traced and result.graph_paths:
                 trace.update(self._attributed(next(iter(result.graph_paths.values()))))
             self._cache[key] = (score, trace)
+            _append_jsonl(self.folder / _EVALUATION_JOURNAL, {
+                "digest": key[0], "conversation": index, "traced": traced, "score": score, "trace": trace})
         return self._cache[key]
 
     def _attributed(self, graph_path: Path) -> dict[str, Any]:
@@ -256,6 +315,23 @@ def _seed_texts(initial: MemoryConfigBundle, targets: Sequence[Target], dataset:
     return texts, unset
 
 
+def _saved_seed_texts(initial: MemoryConfigBundle, targets: Sequence[Target], dataset: Any,
+                      settings: PipelineSettings, folder: Path) -> tuple[dict[str, str], set[str]]:
+    """The seed candidate, read from the interrupted run's ``seed_candidate.json`` when it was made
+    for the same configuration and targets, else made (and saved) by :func:`_seed_texts`."""
+    identity = {"initial_digest": initial.digest(), "targets": [t.field for t in targets], "top_k": settings.top_k}
+    path = folder / _SEED_FILENAME
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved["identity"] == identity:
+            return dict(saved["texts"]), set(saved["unset_fields"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none yet, unreadable, or for another configuration: make it
+    texts, unset = _seed_texts(initial, targets, dataset, settings, folder)
+    atomic_write_json(path, {"identity": identity, "texts": texts, "unset_fields": sorted(unset)})
+    return texts, unset
+
+
 def run_gepa(
     *,
     initial: MemoryConfigBundle,
@@ -272,13 +348,15 @@ def run_gepa(
     """Optimize ``initial`` with GEPA on the training ``dataset``; returns the best candidate's bundle."""
     import gepa
 
-    folder = root / "gepa"
+    folder = root / GEPA_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     targets = list(targets)
-    texts, unset = _seed_texts(initial, targets, dataset, settings, folder)
+    texts, unset = _saved_seed_texts(initial, targets, dataset, settings, folder)
     adapter = MemoryGEPAAdapter(initial=initial, targets=targets, seed_texts=texts, unset_fields=unset, dataset=dataset,
                                 settings=settings, attribution=attribution, folder=folder)
+    adapter.restore()
     selector = AttributionGuidedSelector(components=[t.field for t in targets], log_path=folder / "selections.jsonl")
+    selector._turn = len(_read_jsonl(selector.log_path))  # the round robin goes on where it stopped
     instances = list(range(len(dataset.trajectories)))
     result = gepa.optimize(
         seed_candidate=dict(texts), trainset=instances, valset=instances, adapter=adapter, reflection_lm=reflection_lm,
@@ -294,6 +372,7 @@ def run_gepa(
         "candidates": result.candidates, "parents": result.parents, "val_aggregate_scores": result.val_aggregate_scores,
         "best_idx": result.best_idx, "best_candidate": result.best_candidate, "best_problems": problems,
         "total_metric_calls": result.total_metric_calls, "max_metric_calls": max_metric_calls,
-        "memory_system_runs": adapter._runs, "best_bundle": best.to_json_dict(),
+        "memory_system_runs": adapter._runs, "reused_memory_system_runs": adapter.reused,
+        "best_bundle": best.to_json_dict(),
     })
     return best
