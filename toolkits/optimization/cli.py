@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
+
 __all__ = ["InputError", "run_from_args"]
 
 METRICS = ("f1", "bleu", "llm_judge")
 
 
-class InputError(ValueError):
+class InputError(MemTraceError, ValueError):
     """A bad argument, config, dataset or endpoint (printed as one ``error:`` line, exit 2)."""
 
 
@@ -125,7 +127,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
 
     try:
         check_run_settings(root, _run_settings(args, initial, targets, settings, validation_indexes),
-                           has_results=store.last_complete() is not None or _gepa_started(root))
+                           has_results=store.last_complete() is not None)
     except RunSettingsMismatchError as exc:
         raise InputError(str(exc)) from None
     from toolkits.optimization.sampling import select
@@ -280,23 +282,13 @@ def _dataset(args: argparse.Namespace) -> Any:
     return full
 
 
-def _gepa_started(root: Path) -> bool:
-    """An earlier --optimizer gepa run left state or evaluations here (it resumes from them)."""
-    from toolkits.optimization.gepa_backend import resumable_gepa_run  # imports gepa only when it runs
-
-    return resumable_gepa_run(root) is not None
-
-
 def _start_over(store: Any, root: Path) -> None:
     from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME
-    from toolkits.optimization.gepa_backend import GEPA_FOLDER, GEPA_SUMMARY_FILENAME
 
     store.wipe()
     (root / FINAL_EVALUATION_FILENAME).unlink(missing_ok=True)
-    (root / GEPA_SUMMARY_FILENAME).unlink(missing_ok=True)
-    for folder in ("final_evaluation", GEPA_FOLDER):
-        if (root / folder).is_dir():
-            shutil.rmtree(root / folder)
+    if (root / "final_evaluation").is_dir():
+        shutil.rmtree(root / "final_evaluation")
 
 
 def _training(args: argparse.Namespace, root: Path, full: Any) -> Any:
@@ -378,53 +370,65 @@ def _settings(args: argparse.Namespace, metrics: tuple[str, ...], chat_model_fac
     )
 
 
-def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any, attribution_model_factory: Any,
-          optimizer_model_factory: Any, initial: Any) -> Any:
+def _pool_endpoints(what: str, pool: Any) -> list[Any]:
+    """One endpoint check per credential of ``pool`` (an ``ApiPool``/credential pool)."""
+    from toolkits.optimization.preflight import Endpoint
+
+    return [Endpoint(what=what, base_url=pool.credential_for(i).base_url, api_key=pool.credential_for(i).api_key)
+            for i in range(pool.size)]
+
+
+def _attribution(args: argparse.Namespace, attribution_model_factory: Any) -> tuple[Any, list[Any]]:
+    """The rounds' attribution settings, and the endpoints its model will call."""
+    from pydantic import ValidationError
+
+    from toolkits._base import CredentialError, resolve_api_pool
+    from toolkits.optimization.loop import AttributionSettings
+    from toolkits.runner import MemTraceConfig, MemTraceRunner
+    from toolkits.strategies import available_strategies, get_strategy
+
+    attribution = AttributionSettings(disabled=args.disable_memtrace, batch_size=args.attribution_batch_size)
+    if args.disable_memtrace:
+        return attribution, []
+    if args.attribution_strategy not in available_strategies():
+        raise InputError(f"unknown --attribution-strategy {args.attribution_strategy!r}: use one of "
+                         f"{', '.join(available_strategies())}")
+    if args.attribution_model.startswith("fake:"):
+        raise InputError("--attribution-model fake:... is not supported; use --attribution-strategy evidence_flow "
+                         "for an attribution without a model")
+    try:
+        config = MemTraceConfig(
+            model=args.attribution_model, exploration_strategy=args.attribution_strategy,
+            max_trace_nodes=args.max_trace_nodes, stream=args.stream, temperature=args.temperature,
+            context_window=args.context_window, max_iters=args.max_iters, api_config_path=args.api_config_path,
+            max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat,
+        )
+    except ValidationError as exc:
+        raise InputError(f"attribution settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    needs_model = get_strategy(args.attribution_strategy).needs_model
+    pool = None
+    endpoints: list[Any] = []
+    if needs_model and attribution_model_factory is None:
+        try:
+            pool = resolve_api_pool(config)
+        except CredentialError as exc:
+            raise InputError(f"attribution model: {exc}") from None
+        endpoints = _pool_endpoints("--attribution-model", pool)
+    attribution.runner = MemTraceRunner(config, model_factory=attribution_model_factory, api_pool=pool)
+    return attribution, endpoints
+
+
+def _optimizer(args: argparse.Namespace, optimizer_model_factory: Any) -> tuple[Any, Any, list[Any]]:
+    """The three-stage optimizer's runner, GEPA's reflection model (None unless --optimizer gepa), and the
+    endpoints they will call."""
     from pydantic import ValidationError
 
     from membase.exceptions import ConfigError
     from toolkits._base import CredentialError, resolve_api_pool
-    from toolkits.optimization.loop import AttributionSettings, PromptRoundStep, default_optimizers
     from toolkits.optimization.optimizer import OptimizerConfig, OptimizerRunner
     from toolkits.optimization.optimizer import optimizer_model_factory as from_spec
-    from toolkits.optimization.preflight import (
-        Endpoint,
-        EndpointError,
-        check_endpoints,
-        endpoints_in_config,
-        layer_model_endpoints,
-    )
-    from toolkits.runner import MemTraceConfig, MemTraceRunner
-    from toolkits.strategies import available_strategies, get_strategy
 
-    endpoints: list[Endpoint] = []
-    attribution = AttributionSettings(disabled=args.disable_memtrace, batch_size=args.attribution_batch_size)
-    if not args.disable_memtrace:
-        if args.attribution_strategy not in available_strategies():
-            raise InputError(f"unknown --attribution-strategy {args.attribution_strategy!r}: use one of "
-                             f"{', '.join(available_strategies())}")
-        if args.attribution_model.startswith("fake:"):
-            raise InputError("--attribution-model fake:... is not supported; use --attribution-strategy evidence_flow "
-                             "for an attribution without a model")
-        try:
-            config = MemTraceConfig(
-                model=args.attribution_model, exploration_strategy=args.attribution_strategy,
-                max_trace_nodes=args.max_trace_nodes, stream=args.stream, temperature=args.temperature,
-                context_window=args.context_window, max_iters=args.max_iters, api_config_path=args.api_config_path,
-                max_tokens=args.max_tokens, llama_cpp_compat=args.llama_cpp_compat,
-            )
-        except ValidationError as exc:
-            raise InputError(f"attribution settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
-        needs_model = get_strategy(args.attribution_strategy).needs_model
-        pool = None
-        if needs_model and attribution_model_factory is None:
-            try:
-                pool = resolve_api_pool(config)
-            except CredentialError as exc:
-                raise InputError(f"attribution model: {exc}") from None
-            endpoints += [Endpoint(what="--attribution-model", base_url=pool.credential_for(i).base_url,
-                                   api_key=pool.credential_for(i).api_key) for i in range(pool.size)]
-        attribution.runner = MemTraceRunner(config, model_factory=attribution_model_factory, api_pool=pool)
+    endpoints: list[Any] = []
     try:
         opt_config = OptimizerConfig(
             model=args.optimizer_model, temperature=args.temperature, stream=args.stream, api_config_path=args.api_config_path,
@@ -447,8 +451,7 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
             raise InputError(f"optimizer model: {exc}") from None
         credentials = getattr(reflection, "credentials", None)
         if credentials is not None:
-            endpoints += [Endpoint(what="--optimizer-model", base_url=credentials.credential_for(i).base_url,
-                                   api_key=credentials.credential_for(i).api_key) for i in range(credentials.size)]
+            endpoints += _pool_endpoints("--optimizer-model", credentials)
         factory = factory or _no_textgrad_model
     opt_pool = None
     if factory is None:
@@ -456,14 +459,26 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
             opt_pool = resolve_api_pool(opt_config)
         except CredentialError as exc:
             raise InputError(f"optimizer model: {exc}") from None
-        endpoints += [Endpoint(what="--optimizer-model", base_url=opt_pool.credential_for(i).base_url,
-                               api_key=opt_pool.credential_for(i).api_key) for i in range(opt_pool.size)]
+        endpoints += _pool_endpoints("--optimizer-model", opt_pool)
     runner = OptimizerRunner(opt_config, model_factory=factory, api_pool=opt_pool, show_progress=args.progress)
+    return runner, reflection, endpoints
+
+
+def _check_endpoints(args: argparse.Namespace, settings: Any, initial: Any, endpoints: list[Any]) -> None:
+    """Reach every model endpoint of the run (``endpoints`` plus the QA, judge and layer models) before round 1."""
+    from membase.exceptions import ConfigError
+    from toolkits.optimization.preflight import (
+        EndpointError,
+        check_endpoints,
+        endpoints_in_config,
+        layer_model_endpoints,
+    )
+
+    endpoints = list(endpoints)
     for spec, model in (("--qa-model", settings.qa_model), ("--judge-model", settings.judge_model)):
         credentials = getattr(model, "credentials", None)
         if credentials is not None:
-            endpoints += [Endpoint(what=spec, base_url=credentials.credential_for(i).base_url,
-                                   api_key=credentials.credential_for(i).api_key) for i in range(credentials.size)]
+            endpoints += _pool_endpoints(spec, credentials)
     try:  # the layer resolves its model's credentials only when round 1 starts: resolve them now
         endpoints += layer_model_endpoints(initial.backend, initial.base_config)
     except ConfigError as exc:
@@ -475,6 +490,15 @@ def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any
         raise InputError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - e.g. real requests switched off in tests
         raise InputError(f"endpoint check failed: {type(exc).__name__}: {exc}") from None
+
+
+def _step(args: argparse.Namespace, targets: list[Any], settings: Any, gate: Any, attribution_model_factory: Any,
+          optimizer_model_factory: Any, initial: Any) -> Any:
+    from toolkits.optimization.loop import PromptRoundStep, default_optimizers
+
+    attribution, attribution_endpoints = _attribution(args, attribution_model_factory)
+    runner, reflection, optimizer_endpoints = _optimizer(args, optimizer_model_factory)
+    _check_endpoints(args, settings, initial, attribution_endpoints + optimizer_endpoints)
     parameters = None
     if any(t.kind == "parameter" for t in targets):
         from toolkits.optimization.param_tasks import PipelineParameterOptimizer
@@ -527,9 +551,7 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
     else:
         print(f"all {len(rounds)} rounds are complete in {store.root}", file=sys.stderr)
     if not plan.eval_indexes:
-        gepa_summary = Path(args.optimization_dir) / "gepa_summary.json"  # its best_bundle; GEPA makes no rounds
-        print(f"optimized configuration: {gepa_summary if args.optimizer == 'gepa' else store.folder(len(rounds))}",
-              file=sys.stderr)
+        print(f"optimized configuration: {store.folder(len(rounds))}", file=sys.stderr)
         return 0
     output = Path(args.optimization_dir) / FINAL_EVALUATION_FILENAME
     report = run_final_evaluation(
@@ -546,14 +568,10 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
 
 
 def _run_gepa(args: argparse.Namespace, plan: _Plan) -> Any:
-    from toolkits.optimization.gepa_backend import resumable_gepa_run, run_gepa
+    from toolkits.optimization.gepa_backend import run_gepa
 
     reflection = plan.step.reflection
     budget = args.gepa_max_metric_calls or 4 * len(plan.train.indexes)
-    reused = None if args.rerun else resumable_gepa_run(Path(args.optimization_dir))
-    if reused is not None:
-        print(f"resuming GEPA in {Path(args.optimization_dir) / 'gepa'} ({reused} memory-system runs journaled)",
-              file=sys.stderr)
     best = run_gepa(initial=plan.initial, targets=plan.targets, dataset=plan.train.dataset, settings=plan.settings,
                     attribution=plan.step.attribution, reflection_lm=reflection, root=Path(args.optimization_dir),
                     max_metric_calls=budget, seed=args.seed)
