@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smartcomment.runtime.errors import MemTraceError
 from toolkits.optimization.bundle import MemoryConfigBundle
 
 __all__ = [
@@ -32,7 +33,7 @@ _STORAGE_KEYS = {"Mem0": ("qdrant_path", "history_db_path")}
 """Layer fields that point outside the run folder; cleared so every run stores its own memory."""
 
 
-class PipelineError(RuntimeError):
+class PipelineError(MemTraceError, RuntimeError):
     """A run produced nothing usable (e.g. every user failed to build); one-line message."""
 
 

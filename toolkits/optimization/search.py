@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.layers.parameters import PARAMETER_CLASS, TunableParameter
+from smartcomment.runtime.errors import MemTraceError
 from toolkits.optimization.targets import TEXTUAL_GRADIENT
 
 __all__ = [
@@ -55,11 +56,11 @@ CATEGORICAL_TPE = "categorical_tpe"
 _KIND_TO_OPTIMIZER = {"prompt": TEXTUAL_GRADIENT, "int": BAYESIAN_TPE, "float": BAYESIAN_TPE, "categorical": CATEGORICAL_TPE}
 
 
-class InfeasibleConfig(ValueError):
+class InfeasibleConfig(MemTraceError, ValueError):
     """The objective cannot run a proposed configuration (the trial fails and the search goes on)."""
 
 
-class SearchSpaceMismatch(ValueError):
+class SearchSpaceMismatch(MemTraceError, ValueError):
     """A stored study was made for another search space or seed (one-line message)."""
 
 

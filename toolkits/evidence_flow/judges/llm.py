@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membase.exceptions import ModelRequestsBlockedError, ModelUnreachableError
+from smartcomment.runtime.errors import MemTraceError
 
 from .._assessment import CONFLICT_PREFIX, Assessment
 from .._probe import FactProbe
@@ -60,7 +61,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEAR_ANSWER = 0.75
 
 
-class VerdictParseError(ValueError):
+class VerdictParseError(MemTraceError, ValueError):
     """A reply that is not the verdict JSON asked for; carries the raw reply."""
 
     def __init__(self, message: str, raw: str) -> None:
