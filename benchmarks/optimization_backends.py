@@ -6,8 +6,17 @@ QA model answers right only under an answer template that begins with "Evidence:
 optimizer (three-stage) and reflection model (GEPA) both propose such a template for the QA
 prompt and a valid decision prompt for Mem0's update prompt. So both backends *can* find the
 fix; the table shows what each accepted, at what cost in memory-system runs, and the held-out
-score. What each accepted and why: ``<work-dir>/textgrad/iteration_<k>/iteration_summary.json``
-and ``<work-dir>/gepa/gepa/gepa.log`` / ``selections.jsonl``.
+score.
+
+**Same evaluation budget.** The budget is counted in conversation evaluations (one conversation
+built, searched and answered with one configuration). The three-stage optimizer runs first, with
+its validation gate on (conversations 3 and 4, held in): one evaluation per round plus the gate's
+(the round's configuration and each proposed update alone on both validation conversations).
+GEPA then gets exactly that many as ``--gepa-max-metric-calls``. What each accepted and why:
+``<work-dir>/textgrad/iteration_<k>/iteration_summary.json`` → ``validation_gate`` (per target:
+its score, its gain, accepted or not) and ``<work-dir>/gepa/gepa/gepa.log`` ("Accepted candidate
+(subsample score a -> b)" or "... is not better ..., skipping") with ``selections.jsonl`` (which
+component and the failure counts that picked it); ``results.json`` sums them up.
 
 Run (a few minutes on 2 cores)::
 
@@ -79,10 +88,55 @@ def _reflect(prompt: Any) -> str:
     return f"```\n{DECISION if 'NONE' in text else BETTER_QA}\n```"
 
 
+def _conversation_evaluations(out: Path) -> int:
+    """Conversations the three-stage run evaluated: its rounds' and its gate's (each run's construction report)."""
+    total = 0
+    for path in out.glob("iteration_*/**/construction_report.json"):
+        report = json.loads(path.read_text())
+        total += len(report["users_done"]) + len(report["users_failed"])
+    return total
+
+
+def _textgrad_decisions(out: Path) -> list[dict[str, Any]]:
+    """Per round: the gate's verdict on each proposed update (score with it alone, gain, accepted)."""
+    rounds = []
+    for folder in sorted(out.glob("iteration_*"), key=lambda p: int(p.name.rpartition("_")[2])):
+        gate = json.loads((folder / "iteration_summary.json").read_text())["validation_gate"] or {}
+        rounds.append({"round": folder.name, "accepted": gate.get("accepted_fields", []),
+                       "rejected": gate.get("rejected_fields", []),
+                       "gains": {f: v["gain"] for f, v in gate.get("per_target", {}).items()}})
+    return rounds
+
+
+def _gepa_decisions(out: Path) -> list[str]:
+    """GEPA's own acceptance lines: accepted (subsample score a -> b) or not better, skipped."""
+    log = (out / "gepa" / "gepa.log").read_text()
+    return [line for line in log.splitlines() if "Accepted candidate" in line or "is not better" in line]
+
+
+def _row(backend: str, out: Path, started: float) -> dict[str, Any]:
+    report = json.loads((out / "final_evaluation.json").read_text())
+    judge_m = report["metrics"]["llm_judge"]
+    if backend == "gepa":
+        summary = json.loads((out / "gepa_summary.json").read_text())
+        budget, decisions = summary["total_metric_calls"], _gepa_decisions(out)
+        runs = summary["memory_system_runs"] + (out / "gepa" / "seed_run").is_dir()  # the seed run reads unset prompts
+    else:
+        budget = runs = _conversation_evaluations(out)
+        decisions = _textgrad_decisions(out)
+    return {"before": judge_m["before"], "after": judge_m["after"], "conversation_evaluations": budget,
+            "memory_system_runs": runs,
+            "qa_prompt_changed": report["final_bundle"].get("question_answering_prompt") is not None,
+            "decisions": decisions, "wall_seconds": time.perf_counter() - started}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset-path", default=str(DEFAULT_LOCOMO))
     p.add_argument("--work-dir", default="runs/optimization_backends")
+    p.add_argument("--config-path", default=str(ROOT / "examples" / "configs" / "mem0_offline.json"),
+                   help="layer config (default: the offline Mem0 layer)")
+    p.add_argument("--targets", default="question_answering_prompt,custom_update_memory_prompt")
     p.add_argument("--max-sessions", type=int, default=1)
     p.add_argument("--max-questions", type=int, default=3)
     p.add_argument("--seed", type=int, default=3)
@@ -92,38 +146,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     from toolkits.optimization import gepa_backend, pipeline
 
     qa, judge = _scripted_models(Path(args.dataset_path), args.max_sessions, args.max_questions)
+    real = pipeline.chat_model_from_spec, gepa_backend.reflection_model
     pipeline.chat_model_from_spec = lambda spec, **_kw: qa if spec == "qa" else judge  # type: ignore[assignment]
     gepa_backend.reflection_model = lambda _spec, **_kw: _reflect  # type: ignore[assignment]
-    common = ["--config-path", str(ROOT / "examples" / "configs" / "mem0_offline.json"), "--dataset-path",
+    common = ["--config-path", args.config_path, "--dataset-path",
               args.dataset_path, "--sample-size", "2", "--seed", str(args.seed), "--attribution-strategy",
-              "evidence_flow", "--targets", "question_answering_prompt,custom_update_memory_prompt",
+              "evidence_flow", "--targets", args.targets, "--optimizer-model", "scripted",
               "--qa-model", "qa", "--judge-model", "judge", "--max-sessions", str(args.max_sessions),
               "--max-questions", str(args.max_questions), "--eval-trajectories", "5,6", "--no-progress", "--rerun"]
     work = Path(args.work_dir)
-    rows = {}
-    for backend, extra in (("textgrad", ["--optimizer-model", "scripted"]),
-                           ("gepa", ["--optimizer", "gepa", "--optimizer-model", "scripted",
-                                     "--gepa-max-metric-calls", "8"])):
-        out = work / backend
-        started = time.perf_counter()
-        code = run_optimization.main([*common, *extra, "--optimization-dir", str(out)],
-                                     optimizer_model_factory=_three_stage_optimizer)
-        if code != 0:
-            return code
-        report = json.loads((out / "final_evaluation.json").read_text())
-        judge_m = report["metrics"]["llm_judge"]
-        final = report["final_bundle"]
-        if backend == "gepa":
-            runs = json.loads((out / "gepa_summary.json").read_text())["memory_system_runs"] + 1  # + the seed run
-        else:
-            runs = len(list(out.glob("iteration_*")))
-        rows[backend] = {"before": judge_m["before"], "after": judge_m["after"], "memory_system_runs": runs,
-                         "qa_prompt_changed": final.get("question_answering_prompt") is not None,
-                         "wall_seconds": time.perf_counter() - started}
-    print(f"{'backend':<9} {'held-out judge':>16} {'system runs':>12} {'QA prompt':>10} {'wall s':>7}")
+    rows: dict[str, Any] = {}
+    try:
+        for backend in ("textgrad", "gepa"):
+            out = work / backend
+            extra = (["--validation-gate", "--validation-trajectories", "3,4"] if backend == "textgrad" else
+                     ["--optimizer", "gepa", "--gepa-max-metric-calls", str(rows["textgrad"]["conversation_evaluations"])])
+            started = time.perf_counter()
+            code = run_optimization.main([*common, *extra, "--optimization-dir", str(out)],
+                                         optimizer_model_factory=_three_stage_optimizer)
+            if code != 0:
+                return code
+            rows[backend] = _row(backend, out, started)
+    finally:
+        pipeline.chat_model_from_spec, gepa_backend.reflection_model = real  # type: ignore[assignment]
+    print(f"{'backend':<9} {'held-out judge':>16} {'evaluations':>12} {'system runs':>12} {'QA prompt':>10} {'wall s':>7}")
     for name, r in rows.items():
-        print(f"{name:<9} {r['before']:>7.4f} -> {r['after']:.4f} {r['memory_system_runs']:>12} "
-              f"{'changed' if r['qa_prompt_changed'] else 'default':>10} {r['wall_seconds']:>7.0f}")
+        print(f"{name:<9} {r['before']:>7.4f} -> {r['after']:.4f} {r['conversation_evaluations']:>12} "
+              f"{r['memory_system_runs']:>12} {'changed' if r['qa_prompt_changed'] else 'default':>10} "
+              f"{r['wall_seconds']:>7.0f}")
     (work / "results.json").write_text(json.dumps(rows, indent=2))
     return 0
 
