@@ -41,7 +41,7 @@ _KNOWN_KEYS = ("error_type", "op_id", "reason", "status", "trail")
 
 MODEL_FACTORY: Callable[[Any], Any] | None = None
 """Chat-model factory handed to the runner (None = the runner's OpenAI-compatible default).
-Tests set it to a factory of ``graphtrace.agent_models.ScriptedChatModel``."""
+Tests set it to a factory of ``membase.clients.ScriptedChatModel``."""
 
 
 def case_for(qa: QARecord, graph_path: str = "") -> Any:

@@ -124,7 +124,8 @@ def judge_tokens(bench: Path, split: str, out_dir: Path, count: Callable[[str], 
 
 def graph_search_tokens(bench: Path, split: str, out_dir: Path, count: Callable[[str], int]) -> list[tuple[int, int, int]]:
     """``(prompt, completion, calls)`` per case of a one-call graph_search."""
-    from graphtrace.agent_models import ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import ScriptedChatModel
 
     per_case: list[tuple[int, int, int]] = []
     for graph_file in sorted((bench / split).glob("*.json")):

@@ -67,7 +67,7 @@ def _scripted_models(dataset_path: Path, max_sessions: int, max_questions: int) 
 
 
 def _three_stage_optimizer(_call_index: int) -> Any:
-    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+    from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 
     def fn(messages: list[Any], tools: list[str], _choice: Any) -> Any:
         content = messages[1]["content"] if len(messages) > 1 else ""

@@ -1,6 +1,7 @@
 """Graph-search error attribution: the frontier notebook, its hints and tools, and the agent on top.
 
-Public names are imported lazily, so ``import graphtrace.models`` stays light.
+Public names are imported lazily, so ``import graphtrace.models`` stays light. The chat models
+the agent runs on (real and fake) come from the model layer, :mod:`membase.clients`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ _EXPORTS = {
     "ERROR_TYPES": "agent_models",
     "AttributionOutcome": "agent_models",
     "ErrorAttributionPrediction": "agent_models",
-    "FunctionChatModel": "agent_models",
     "HintMiddleware": "agent_models",
-    "ScriptedChatModel": "agent_models",
-    "ToolCall": "agent_models",
     "answer": "agent_models",
-    "build_openai_chat_model": "agent_models",
+    "prediction_schema_for": "agent_models",
     "run_attribution_agent": "agent_models",
     "GraphSearchSetup": "agent",
     "attribute_case_graph_search": "agent",

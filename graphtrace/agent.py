@@ -14,7 +14,8 @@ How the reference's 1.x ``ReActAgent`` subclass maps onto 2.x:
 Example (any OpenAI-compatible endpoint)::
 
     import asyncio
-    from graphtrace import attribute_case_graph_search, build_openai_chat_model
+    from graphtrace import attribute_case_graph_search
+    from membase.clients import build_openai_chat_model
     from toolkits.bench_utils import load_memtracebench
 
     graphs, cases = load_memtracebench("data/MemTraceBench", "mem0")

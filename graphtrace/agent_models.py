@@ -1,38 +1,41 @@
-"""agentscope 2.x plumbing shared by every attribution agent.
+"""What every attribution agent shares around an agentscope ``Agent``.
 
 The graph-search agent (:mod:`graphtrace`), the flat-log agent (:mod:`obstrace`) and the
-long-context baseline all need the same pieces around an agentscope ``Agent``:
+long-context baseline all need:
 
 * the structured final answer :class:`ErrorAttributionPrediction` and the five error types;
-* deterministic chat models that ship in the library (:class:`ScriptedChatModel` replays turns,
-  :class:`FunctionChatModel` computes them) so that whole agent loops run offline in tests;
-* :func:`build_openai_chat_model` for any OpenAI-compatible endpoint, including the two
-  workarounds a llama.cpp server needs;
+* :func:`answer`, the structured-answer turn of a scripted fake model;
 * :class:`HintMiddleware`, which shows a fresh hint before every model call without ever storing
   it in the agent's context;
 * :func:`run_attribution_agent`, which drives one reply and turns every kind of model
   misbehaviour (no answer within ``max_iters``, an unknown op id, an API error, a timeout) into a
   recorded failure instead of an exception.
+
+The models themselves (real and fake) belong to the model layer, :mod:`membase.clients`; the
+names re-exported below keep graphtrace's own imports working. Code outside graphtrace imports
+them from :mod:`membase.clients`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from agentscope.credential import CredentialBase, OpenAICredential
-from agentscope.event import ModelCallEndEvent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import HintBlock, Msg, TextBlock, ToolCallBlock, UserMsg
+from agentscope.message import HintBlock, Msg, UserMsg
 from agentscope.middleware import MiddlewareBase
-from agentscope.model import ChatModelBase, ChatResponse, ChatUsage, OpenAIChatModel
-from agentscope.tool import ToolChoice
 from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from membase.clients.agentscope_adapter import (
+    STRUCTURED_OUTPUT_TOOL,
+    FlatTextFormatter,
+    StructuredReply,
+    build_openai_chat_model,
+)
+from membase.clients.fake import FunctionChatModel, ModelCall, ScriptedChatModel, ToolCall, Turn
 
 __all__ = [
     "ERROR_TYPES",
@@ -47,6 +50,7 @@ __all__ = [
     "ScriptedChatModel",
     "StructuredReply",
     "ToolCall",
+    "Turn",
     "answer",
     "build_openai_chat_model",
     "prediction_schema_for",
@@ -55,39 +59,6 @@ __all__ = [
 
 ErrorType = Literal["ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"]
 ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)
-
-#: Name of the tool agentscope 2.x registers for ``reply(..., structured_schema=...)``.
-STRUCTURED_OUTPUT_TOOL = "GenerateStructuredOutput"
-
-
-@dataclass
-class StructuredReply:
-    """One streamed agent reply with a structured answer: its model usage, summed as the calls end
-    (so a reply cut short by a timeout still reports what it cost), and its final message."""
-
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "num_calls": 0})
-    final: Msg | None = None
-
-    async def drive(self, agent: Any, text: str, schema: type[BaseModel]) -> None:
-        """Stream ``agent``'s reply to ``text`` (a user message named ``user``) under ``schema``.
-
-        Raises:
-            asyncio.CancelledError: The task was cancelled during the reply (Ctrl-C, or a
-                ``wait_for`` timeout, which then surfaces as ``TimeoutError``). agentscope swallows
-                the cancellation and ends the reply as "interrupted"; raised again here, so that a
-                Ctrl-C stops the run instead of being recorded as a failed reply.
-        """
-        async for item in agent.reply_stream(UserMsg(name="user", content=text), structured_schema=schema,
-                                             yield_final_msg=True):
-            if isinstance(item, ModelCallEndEvent):
-                self.usage["input_tokens"] += item.input_tokens
-                self.usage["output_tokens"] += item.output_tokens
-                self.usage["num_calls"] += 1
-            elif isinstance(item, Msg):
-                self.final = item
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError
 
 
 class ErrorAttributionPrediction(BaseModel):
@@ -138,18 +109,8 @@ def prediction_schema_for(validate_op_id: Callable[[str], bool] | None) -> type[
 
 
 # ---------------------------------------------------------------------------------------------
-# Turns understood by the fake models
+# The structured answer as a scripted turn
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolCall:
-    """One tool call that a fake model emits."""
-
-    name: str
-    """Tool name, e.g. ``explore_graph_trace_node``."""
-    args: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of the call (JSON-serialisable)."""
 
 
 def answer(error_type: str, op_id: str, reason: str) -> ToolCall:
@@ -165,248 +126,6 @@ def answer(error_type: str, op_id: str, reason: str) -> ToolCall:
     """
     return ToolCall(
         name=STRUCTURED_OUTPUT_TOOL, args={"error_type": error_type, "op_id": op_id, "reason": reason}
-    )
-
-
-Turn = str | ToolCall | tuple | list | BaseException
-"""A model turn: text, one tool call (a :class:`ToolCall` or a ``(name, args)`` tuple), a list
-of tool calls, or an exception instance that the model raises (to simulate API errors)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelCall:
-    """What a fake model was sent on one call (OpenAI wire format, for assertions)."""
-
-    messages: list[dict[str, Any]]
-    tools: list[str]
-    tool_choice: str | None
-
-    @property
-    def last_text(self) -> str:
-        """Text content of the last message (the hint, when a hint middleware is used)."""
-        return _content_text(self.messages[-1]) if self.messages else ""
-
-
-def _content_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
-
-
-def _as_tool_calls(turn: Any) -> list[ToolCall] | None:
-    if isinstance(turn, ToolCall):
-        return [turn]
-    if isinstance(turn, tuple) and len(turn) == 2 and isinstance(turn[0], str):
-        return [ToolCall(name=turn[0], args=dict(turn[1]))]
-    if isinstance(turn, list):
-        calls: list[ToolCall] = []
-        for item in turn:
-            one = _as_tool_calls(item)
-            if one is None or len(one) != 1:
-                raise TypeError(f"a list turn must hold tool calls only, got {item!r}")
-            calls.extend(one)
-        return calls
-    return None
-
-
-class _FakeChatModel(ChatModelBase):
-    """Shared base of the offline models: formats like OpenAI, records calls, counts usage."""
-
-    class Parameters(BaseModel):
-        """The fake models take no parameters."""
-
-    def __init__(self, model_name: str, context_size: int) -> None:
-        super().__init__(
-            credential=CredentialBase(),
-            model=model_name,
-            parameters=self.Parameters(),
-            stream=False,
-            max_retries=0,
-            context_size=context_size,
-        )
-        # agentscope reads model.formatter for every incoming message.
-        self.formatter = OpenAIChatFormatter()
-        self.calls: list[ModelCall] = []
-
-    async def _next_turn(self, call: ModelCall) -> Turn:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    async def _call_api(
-        self,
-        model_name: str,
-        messages: list[Msg],
-        tools: list[dict] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
-        wire = await self.formatter.format(messages)
-        call = ModelCall(
-            messages=wire,
-            tools=[t.get("function", {}).get("name", "") for t in tools or []],
-            tool_choice=tool_choice.mode if tool_choice else None,
-        )
-        self.calls.append(call)
-        turn = await self._next_turn(call)
-        if isinstance(turn, BaseException):
-            raise turn
-        tool_calls = _as_tool_calls(turn)
-        if tool_calls is not None:
-            content: list = [
-                ToolCallBlock(id=f"call_{len(self.calls)}_{i}", name=c.name, input=json.dumps(c.args))
-                for i, c in enumerate(tool_calls)
-            ]
-        elif isinstance(turn, str):
-            content = [TextBlock(text=turn)]
-        else:
-            raise TypeError(
-                f"unsupported model turn {turn!r}: use a str, a ToolCall, a list of them or an exception"
-            )
-        prompt_chars = sum(len(_content_text(m)) for m in wire)
-        out_chars = (
-            len(turn) if isinstance(turn, str) else sum(len(json.dumps(c.args)) for c in tool_calls or [])
-        )
-        return ChatResponse(
-            content=content,
-            is_last=True,
-            usage=ChatUsage(
-                input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, out_chars // 4), time=0.0
-            ),
-        )
-
-
-class ScriptedChatModel(_FakeChatModel):
-    """A deterministic chat model that replays a fixed list of turns.
-
-    Each call pops the next turn (see :data:`Turn`); once the script is exhausted it answers with
-    ``exhausted_text`` so that an agent loop always terminates through ``max_iters``. Every call
-    is recorded in :attr:`calls` in OpenAI wire format.
-
-    Args:
-        turns: The turns to replay, in order.
-        exhausted_text: Text returned after the last turn.
-        context_size: Context size reported to agentscope (drives compression).
-    """
-
-    def __init__(
-        self,
-        turns: Sequence[Turn],
-        *,
-        exhausted_text: str = "(script exhausted)",
-        context_size: int = 1_000_000,
-    ) -> None:
-        super().__init__("scripted-model", context_size)
-        self.turns: list[Turn] = list(turns)
-        self.exhausted_text = exhausted_text
-
-    async def _next_turn(self, call: ModelCall) -> Turn:
-        return self.turns.pop(0) if self.turns else self.exhausted_text
-
-
-class FunctionChatModel(_FakeChatModel):
-    """A deterministic chat model whose turns are computed by a function.
-
-    Args:
-        fn: ``fn(messages, tools, tool_choice) -> turn`` (sync or async) where ``messages`` are
-            the OpenAI-format dicts sent, ``tools`` the tool names and ``tool_choice`` the mode
-            (``None``, ``"auto"``, ``"none"``, ``"required"`` or a tool name).
-        context_size: Context size reported to agentscope (drives compression).
-    """
-
-    def __init__(
-        self,
-        fn: Callable[[list[dict[str, Any]], list[str], str | None], Turn | Awaitable[Turn]],
-        *,
-        context_size: int = 1_000_000,
-    ) -> None:
-        super().__init__("function-model", context_size)
-        self.fn = fn
-
-    async def _next_turn(self, call: ModelCall) -> Turn:
-        result = self.fn(call.messages, call.tools, call.tool_choice)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Real models
-# ---------------------------------------------------------------------------------------------
-
-
-class FlatTextFormatter(OpenAIChatFormatter):
-    """OpenAI formatter adapted to llama-cpp-python's server.
-
-    The server rejects list-valued content for system and tool messages, and a ``null`` content
-    on assistant messages that only carry tool calls; text-only lists are sent as one string and
-    a missing assistant content as ``""``.
-    """
-
-    async def format(self, msgs: list[Msg], **kwargs: Any) -> list[dict[str, Any]]:  # type: ignore[override]
-        """Format as OpenAI does, then flatten every text-only content list to a string."""
-        out = await super().format(msgs, **kwargs)
-        for message in out:
-            content = message.get("content")
-            if isinstance(content, list) and all(
-                isinstance(p, dict) and p.get("type") == "text" for p in content
-            ):
-                message["content"] = "\n".join(p["text"] for p in content)
-            elif content is None and message.get("role") == "assistant":
-                message["content"] = ""
-        return out
-
-
-def build_openai_chat_model(
-    model: str,
-    api_key: str | None,
-    base_url: str | None,
-    *,
-    temperature: float | None = 1.0,
-    max_tokens: int | None = None,
-    stream: bool = True,
-    llama_cpp_compat: bool = False,
-    context_size: int = 1_000_000,
-    timeout: float | None = 120.0,
-    max_retries: int = 3,
-) -> OpenAIChatModel:
-    """Build an agentscope chat model for any OpenAI-compatible endpoint.
-
-    Args:
-        model: Model name sent to the endpoint.
-        api_key: API key (``"EMPTY"`` is used when None, as local servers accept anything).
-        base_url: Endpoint base URL, e.g. ``http://127.0.0.1:8765/v1``; None means OpenAI.
-        temperature: Sampling temperature (None leaves the server default).
-        max_tokens: Output token cap per call.
-        stream: Stream responses.
-        llama_cpp_compat: Apply the llama.cpp server workarounds: send ``max_tokens`` in the
-            request body (the server ignores ``max_completion_tokens``) and flatten text-only
-            message content to strings.
-        context_size: Context size agentscope uses for compression decisions.
-        timeout: Per-request timeout in seconds for the OpenAI client.
-        max_retries: Retries on transient API errors.
-
-    Returns:
-        The configured ``OpenAIChatModel``.
-    """
-    parameters = OpenAIChatModel.Parameters(
-        temperature=temperature,
-        max_tokens=None if llama_cpp_compat else max_tokens,
-    )
-    extra_body = {"max_tokens": max_tokens} if llama_cpp_compat and max_tokens is not None else None
-    # Retries belong to agentscope's loop (max_retries); the SDK's own would multiply them.
-    client_kwargs: dict[str, Any] = {"max_retries": 0}
-    if timeout is not None:
-        client_kwargs["timeout"] = timeout
-    return OpenAIChatModel(
-        credential=OpenAICredential(api_key=api_key or "EMPTY", base_url=base_url),
-        model=model,
-        parameters=parameters,
-        stream=stream,
-        max_retries=max_retries,
-        context_size=context_size,
-        formatter=FlatTextFormatter() if llama_cpp_compat else None,
-        client_kwargs=client_kwargs,
-        extra_body=extra_body,
     )
 
 

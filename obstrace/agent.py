@@ -57,11 +57,11 @@ def attribution_schema(has_op: Callable[[str], bool]) -> type:
         has_op: Membership test for the operation ids the answer may name.
 
     Returns:
-        A subclass of ``graphtrace.agent_models.ErrorAttributionPrediction``.
+        A subclass of ``graphtrace.ErrorAttributionPrediction``.
     """
     from pydantic import model_validator
 
-    from graphtrace.agent_models import ErrorAttributionPrediction
+    from graphtrace import ErrorAttributionPrediction
 
     class _CheckedAttribution(ErrorAttributionPrediction):
         @model_validator(mode="after")
@@ -89,10 +89,10 @@ async def run_checked_attribution(
         timeout: Wall-clock limit in seconds (None: none).
 
     Returns:
-        ``graphtrace.agent_models.AttributionOutcome``; an answer that fails ``check_attribution``
+        ``graphtrace.AttributionOutcome``; an answer that fails ``check_attribution``
         becomes a recorded failure.
     """
-    from graphtrace.agent_models import run_attribution_agent
+    from graphtrace import run_attribution_agent
 
     outcome = await run_attribution_agent(
         agent, task_text, has_op, structured_schema=attribution_schema(has_op), timeout=timeout
@@ -143,8 +143,8 @@ def build_obs_agent(
     from agentscope.agent import Agent, InjectionConfig, ReActConfig
     from agentscope.tool import Toolkit
 
+    from graphtrace import HintMiddleware
     from graphtrace.agent import KeepRecentToolCalls, context_config_for
-    from graphtrace.agent_models import HintMiddleware
 
     if max_iters < 1:
         raise ValueError(f"max_iters must be >= 1, got {max_iters}")
@@ -198,7 +198,7 @@ async def attribute_case_obs(
         identities: Variable ids in the log and evidence ids plus lineage in the hint.
 
     Returns:
-        ``graphtrace.agent_models.AttributionOutcome``: a prediction whose op id exists in the log
+        ``graphtrace.AttributionOutcome``: a prediction whose op id exists in the log
         and whose reason passed ``finish_attribution``, or a recorded failure.
     """
     notebook = CCTraceNotebook.from_graph(graph, evidence_nodes, identities=identities)

@@ -284,7 +284,7 @@ async def attribute_case_long_context(
         token_counter: Token counter override.
 
     Returns:
-        ``graphtrace.agent_models.AttributionOutcome`` (op ids are checked against the graph; the
+        ``graphtrace.AttributionOutcome`` (op ids are checked against the graph; the
         reason must explain the local fault, as in ``CCTraceNotebook.finish_attribution``).
     """
     from obstrace.agent import run_checked_attribution

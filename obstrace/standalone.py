@@ -232,7 +232,7 @@ def build_obstrace_agent(
         api_key, base_url = _endpoint(api_config_path, endpoint_index, api_key, base_url)
 
         def factory() -> Any:
-            from graphtrace.agent_models import build_openai_chat_model
+            from membase.clients import build_openai_chat_model
 
             return build_openai_chat_model(
                 model, api_key, base_url, temperature=temperature, stream=stream, context_size=max_context_limit
@@ -262,7 +262,7 @@ def _endpoint(
 
     if api_config_path is not None:
         # the project's one reader of api_config.json (validation and messages included)
-        from toolkits._base import ApiPool
+        from membase.clients import ApiPool
 
         pool = ApiPool.from_api_config(api_config_path)
         index = 0 if endpoint_index is None else endpoint_index
@@ -274,7 +274,7 @@ def _endpoint(
         api_key = os.environ.get("OPENAI_API_KEY")
         base_url = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
         if not api_key and not base_url:
-            from toolkits._base import CredentialError
+            from membase.clients import CredentialError
 
             raise CredentialError(
                 "no credentials for the OBS agent: pass chat_model=, api_config_path=, api_key=/base_url=, "

@@ -365,7 +365,7 @@ class MemTraceRunner:
     Args:
         config: Run settings.
         model_factory: ``fn(ctx) -> chat model`` for one case. Default: an OpenAI-compatible
-            model (``graphtrace.agent_models.build_openai_chat_model``) on the case's credential
+            model (``membase.clients.build_openai_chat_model``) on the case's credential
             slot. Tests pass a factory returning scripted models.
         api_pool: Credential pool; default resolved from ``config`` (explicit lists → file →
             environment) when the strategy needs a model.
@@ -409,7 +409,7 @@ class MemTraceRunner:
         return secrets
 
     def _default_model_factory(self, ctx: StrategyContext) -> Any:
-        from graphtrace.agent_models import build_openai_chat_model
+        from membase.clients import build_openai_chat_model
 
         cred = ctx.credential
         if cred is None:

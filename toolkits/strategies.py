@@ -3,7 +3,7 @@
 A strategy attributes one failed case: ``async fn(ctx: StrategyContext) -> outcome`` where the
 outcome has ``prediction`` (an ``ErrorAttributionPrediction``, a dict, or None), ``failure``
 (one-line reason or None) and ``usage`` (``input_tokens``/``output_tokens``/``num_calls``) —
-the shape of :class:`graphtrace.agent_models.AttributionOutcome`. Synchronous functions are run
+the shape of :class:`graphtrace.AttributionOutcome`. Synchronous functions are run
 in a worker thread.
 
 Built-in names resolve lazily, so importing this module imports no agent code:

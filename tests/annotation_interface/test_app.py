@@ -264,7 +264,8 @@ def test_a_non_array_output_file_blocks_saving_and_is_left_alone(app, sc_fixture
 
 def test_llm_strategy_with_credentials(app, sc_fixtures, tmp_path, monkeypatch):
     from annotation_interface import attribution
-    from graphtrace.agent_models import ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import ScriptedChatModel
 
     op = "op-ad912fa103d643e0b4b16a3e9e7169cb"
     monkeypatch.setattr(attribution, "MODEL_FACTORY",

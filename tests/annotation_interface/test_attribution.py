@@ -83,7 +83,8 @@ def test_llm_availability_needs_credentials(tmp_path):
 
 
 def test_llm_strategy_runs_one_case_through_the_runner(bench_graph, tmp_path):
-    from graphtrace.agent_models import ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import ScriptedChatModel
 
     qa = bench_graph.index.qa("locomo-qa-1-2")
     seen = []

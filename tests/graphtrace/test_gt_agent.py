@@ -7,15 +7,10 @@ import warnings
 
 import pytest
 
+from graphtrace import answer, run_attribution_agent
 from graphtrace.agent import _NO_PSEUDO_EVIDENCE, attribute_case_graph_search, build_graph_search_agent
-from graphtrace.agent_models import (
-    FunctionChatModel,
-    ScriptedChatModel,
-    ToolCall,
-    answer,
-    run_attribution_agent,
-)
 from graphtrace.prompts import SYSTEM_PRIOR_INSTRUCTIONS
+from membase.clients import FunctionChatModel, ScriptedChatModel, ToolCall
 from toolkits.bench_utils import FailedQueryCase
 
 QUERY = "query:locomo-qa-1-2@1"

@@ -9,18 +9,20 @@ from agentscope.agent import Agent, InjectionConfig, ReActConfig
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
-from graphtrace.agent_models import (
+from graphtrace import (
     ERROR_TYPES,
     ErrorAttributionPrediction,
-    FlatTextFormatter,
-    FunctionChatModel,
     HintMiddleware,
-    ScriptedChatModel,
-    ToolCall,
     answer,
-    build_openai_chat_model,
     prediction_schema_for,
     run_attribution_agent,
+)
+from membase.clients import (
+    FlatTextFormatter,
+    FunctionChatModel,
+    ScriptedChatModel,
+    ToolCall,
+    build_openai_chat_model,
 )
 
 ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="ok")

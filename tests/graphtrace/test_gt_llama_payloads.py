@@ -10,14 +10,9 @@ import asyncio
 
 import pytest
 
+from graphtrace import answer, run_attribution_agent
 from graphtrace.agent import build_graph_search_agent
-from graphtrace.agent_models import (
-    FlatTextFormatter,
-    ScriptedChatModel,
-    ToolCall,
-    answer,
-    run_attribution_agent,
-)
+from membase.clients import FlatTextFormatter, ScriptedChatModel, ToolCall
 from toolkits.bench_utils import FailedQueryCase
 
 

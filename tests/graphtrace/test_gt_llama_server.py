@@ -14,8 +14,9 @@ import time
 
 import pytest
 
+from graphtrace import ERROR_TYPES, run_attribution_agent
 from graphtrace.agent import build_graph_search_agent
-from graphtrace.agent_models import ERROR_TYPES, build_openai_chat_model, run_attribution_agent
+from membase.clients import build_openai_chat_model
 from tests._llama_server import llama_server as start_llama_server
 from toolkits.bench_utils import FailedQueryCase
 

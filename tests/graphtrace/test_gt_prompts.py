@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from graphtrace.agent_models import ERROR_TYPES
+from graphtrace import ERROR_TYPES
 from graphtrace.prompts import (
     GRAPH_ATTRIBUTION_INSTRUCTIONS,
     NO_SOURCE_EVIDENCE,

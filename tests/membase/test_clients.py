@@ -70,7 +70,7 @@ def test_fake_chat_models_record_calls_and_count_tokens():
     fn_model = FunctionChatModel(lambda messages, **kw: messages[-1]["content"].upper())
     result = fn_model.complete([{"role": "user", "content": "two words"}], max_tokens=5)
     assert result.text == "TWO WORDS" and result.output_tokens == 2
-    assert fn_model.calls[0]["max_tokens"] == 5 and fn_model.usage.requests == 1
+    assert fn_model.calls[0].max_tokens == 5 and fn_model.usage.requests == 1
 
     scripted = ScriptedChatModel(["a", RuntimeError("boom"), "c"])
     assert scripted.complete([]).text == "a"

@@ -120,7 +120,7 @@ def test_hard_message_limit_forces_split_without_llm():
     assert [m["content"] for m in records[-1].memcell.memcell.original_data] == [t for _, t, _ in DAY1[:2]]
     assert records[-1].buffer_after_reset == [records[-1].message]
     boundary_calls = [
-        c for c in llm.calls if c["messages"][0]["content"].startswith("[task: episode-boundary]")
+        c for c in llm.calls if c.messages[0]["content"].startswith("[task: episode-boundary]")
     ]
     assert len(boundary_calls) == 1  # only the second message reached the judge
 
@@ -228,7 +228,7 @@ def test_agentic_insufficient_runs_round_two_and_merges_without_duplicates():
     assert len(ids) == len(set(ids)) <= 4
     assert ids[: len(run.r1)] == [d["event_id"] for d, _ in run.r1]
     assert run.final == run.combined[:2]
-    assert [c["temperature"] for c in llm.calls] == [0.0, 0.4]
+    assert [c.temperature for c in llm.calls] == [0.0, 0.4]
 
 
 def test_agentic_with_reranker_reorders_round_one():

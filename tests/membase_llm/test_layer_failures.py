@@ -97,7 +97,7 @@ def test_evermemos_extraction_fatal_error_is_not_retried_or_recorded(tmp_path):
     with pytest.raises(ModelUnreachableError):
         for m in msgs:
             layer.add_message(m)
-    assert [_task(c["messages"]) for c in model.calls] == ["boundary", "episode"]
+    assert [_task(c.messages) for c in model.calls] == ["boundary", "episode"]
     assert layer.failures == []
 
 
@@ -117,7 +117,7 @@ def test_evermemos_non_fatal_request_errors_are_retried_then_recorded(tmp_path):
         layer.add_message(m)
     assert [f["message_id"] for f in layer.failures] == ["U:4"]
     assert set(layer.failures[0]) == {"message_id", "error"} and "episode" in layer.failures[0]["error"]
-    assert [_task(c["messages"]) for c in model.calls].count("episode") == 5
+    assert [_task(c.messages) for c in model.calls].count("episode") == 5
 
 
 def test_evermemos_tracing_failure_is_not_a_message_failure(tmp_path):

@@ -237,8 +237,8 @@ def test_custom_prompts_come_from_the_config(tmp_path):
             "Decide updates (custom)."
         )
         calls = layer.chat_model.calls
-        assert calls[0]["messages"][0] == {"role": "system", "content": "Extract facts (custom)."}
-        assert calls[1]["messages"][0]["content"].startswith("Decide updates (custom).")
+        assert calls[0].messages[0] == {"role": "system", "content": "Extract facts (custom)."}
+        assert calls[1].messages[0]["content"].startswith("Decide updates (custom).")
     finally:
         layer.cleanup()
 

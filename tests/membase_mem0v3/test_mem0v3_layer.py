@@ -59,7 +59,7 @@ def test_the_extraction_call_reads_message_context_and_prompts(traced_question):
     custom = run.graph.get_latest_variable(CUSTOM_INSTRUCTIONS_VARIABLE)
     assert ast.literal_eval(custom.value) == "Keep the names of instruments." and custom.category == "prompt"
     # the value the graph records is the value mem0 sent: the optimizer's edits take effect
-    sent = run.layer.chat_model.calls[-1]["messages"][-1]["content"]
+    sent = run.layer.chat_model.calls[-1].messages[-1]["content"]
     assert "## Custom Instructions\nKeep the names of instruments." in sent
     # the recent-message context names the earlier message without a lineage edge
     (recent_op,) = [op for op in run.ops("memory_system.recent_messages")][1:]

@@ -8,12 +8,8 @@ import warnings
 
 import pytest
 
-from graphtrace.agent_models import (
-    FunctionChatModel,
-    ScriptedChatModel,
-    ToolCall,
-    answer,
-)
+from graphtrace import answer
+from membase.clients import FunctionChatModel, ScriptedChatModel, ToolCall
 from obstrace import CCTraceNotebook, attribute_case_obs, build_obs_agent, obs_task_text
 from obstrace.agent import run_checked_attribution
 

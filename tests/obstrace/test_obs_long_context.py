@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
 from graphtrace.prompts import LONG_CONTEXT_SYSTEM_PROMPT, NO_SOURCE_EVIDENCE
+from membase.clients import ScriptedChatModel
 from obstrace import (
     attribute_case_long_context,
     budget_trace,

@@ -19,7 +19,7 @@ def notebook(bench_case):
 
 
 def test_error_types_match_the_shared_schema():
-    from graphtrace.agent_models import ERROR_TYPES as SHARED
+    from graphtrace import ERROR_TYPES as SHARED
 
     assert ERROR_TYPES == SHARED
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from graphtrace.agent_models import FunctionChatModel, ScriptedChatModel, ToolCall, answer
+from graphtrace import answer
+from membase.clients import FunctionChatModel, ScriptedChatModel, ToolCall
 from obstrace import ObsTraceAgent, build_obstrace_agent, flatten_execution_graph
 
 REASON = (
@@ -109,7 +110,7 @@ def test_solve_case_twice_against_a_real_http_endpoint(bench_case):
     import http.server
     import threading
 
-    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL
+    from membase.clients import STRUCTURED_OUTPUT_TOOL
 
     graph, _, annotation = bench_case
     arguments = json.dumps({"error_type": "UpdateError", "op_id": annotation["final_op_id"], "reason": REASON})

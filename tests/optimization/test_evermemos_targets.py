@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import run_optimization
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 from membase.layers.evermemos.prompts import PROMPT_TEMPLATES
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 from toolkits.optimization.optimizer import (
     GradientHistory,
     OptimizerConfig,

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
 import run_optimization  # noqa: E402
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall  # noqa: E402
+from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall  # noqa: E402
 from membase.clients.fake import FunctionChatModel as FunctionLLM  # noqa: E402
 from toolkits.optimization.bundle import MemoryConfigBundle  # noqa: E402
 from toolkits.optimization.loop import ValidationGate  # noqa: E402

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
+from membase.clients import ScriptedChatModel
 from tests.replay._helpers import make_run
 from tests.replay.conftest import RAG_CONFIG
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import generate_report
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
+from membase.clients import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
 from tests.report.conftest import attribution_output
 from tests.resume._unreadable import make_unreadable
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import generate_report
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
+from membase.clients import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
 from toolkits.report.charts import plotly_js
 from toolkits.report.pipeline import analyse
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from openai import APIConnectionError
 
-from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
-from toolkits._base import CredentialError
+from membase.clients import STRUCTURED_OUTPUT_TOOL, CredentialError, ScriptedChatModel, ToolCall
 from toolkits.report import ReportConfig, ReportRunner, render_cases
 from toolkits.report.pipeline import analyse
 from toolkits.report.prompts import FINAL_BATCH_NOTE, NO_REPORT_YET
@@ -181,7 +180,7 @@ def test_a_report_that_echoes_the_key_is_saved_masked(cases, tmp_path: Path):
 def test_a_batch_over_its_time_limit_is_a_timeout_failure(cases, tmp_path: Path):
     import asyncio
 
-    from graphtrace.agent_models import FunctionChatModel
+    from membase.clients import FunctionChatModel
 
     async def slow(_messages, _tools, _choice):
         await asyncio.sleep(30)

@@ -26,7 +26,7 @@ def make_factory(argv: list[str]):  # noqa: ANN201
     reply = _arg(argv, "--optimizer-model").removeprefix("fake:")
 
     def factory(call_index: int):  # noqa: ANN202
-        from graphtrace.agent_models import FunctionChatModel
+        from membase.clients import FunctionChatModel
         from toolkits.optimization.optimizer import fake_optimizer_model
 
         k = max(int(p.name.rpartition("_")[2]) for p in root.glob("iteration_*") if p.name[10:].isdigit())

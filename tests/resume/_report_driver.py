@@ -15,7 +15,7 @@ from tests.resume import _kill
 
 
 def factory(batch_index: int):  # noqa: ANN201
-    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ScriptedChatModel, ToolCall
+    from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ScriptedChatModel, ToolCall
 
     batch = batch_index + 1
     _kill.log_call(f"batch {batch}")

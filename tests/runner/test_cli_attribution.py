@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
+from membase.clients import ScriptedChatModel
 
 from .conftest import OP_EXTRACT_5, OP_SEARCH_1, OP_UPDATE_5, child_env
 
@@ -168,7 +169,8 @@ DRIVER = textwrap.dedent(
     import asyncio, sys
     sys.path.insert(0, {repo!r})
     import run_error_attribution
-    from graphtrace.agent_models import FunctionChatModel, ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import FunctionChatModel, ScriptedChatModel
 
     def factory(ctx):
         if ctx.case.metadata["annotation"]["final_error_type"] == "UpdateError":

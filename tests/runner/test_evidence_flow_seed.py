@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
+from membase.clients import ScriptedChatModel
 
 BENCH = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
 REASON = "The operation dropped the critical information from its output, so no later step could recover it."

@@ -12,7 +12,8 @@ import json
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import FunctionChatModel, answer
+from graphtrace import answer
+from membase.clients import FunctionChatModel
 from toolkits.bench_utils import ERROR_TYPES
 
 from .conftest import OP_EXTRACT_5, OP_QA_1, OP_SEARCH_1, OP_UPDATE_5

@@ -7,8 +7,9 @@ from collections import Counter
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
 from membase.cli import main as membase_main
+from membase.clients import ScriptedChatModel
 
 from .conftest import interrupt_after_the_run
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from graphtrace.agent_models import ScriptedChatModel, answer
+from graphtrace import answer
+from membase.clients import ScriptedChatModel
 
 from .conftest import OP_EXTRACT_5
 from .test_cli_attribution import REASON

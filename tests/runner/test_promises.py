@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import run_error_attribution
-from graphtrace.agent_models import ScriptedChatModel
+from membase.clients import ScriptedChatModel
 from toolkits._case_cache import CaseCache
 from toolkits.runner import MemTraceConfig, MemTraceRunner
 from toolkits.strategies import register_strategy, unregister_strategy
@@ -78,7 +78,7 @@ def test_runner_masks_before_cutting_strategy_exceptions(bench_graph):
 
 
 def test_agent_failure_text_keeps_the_whole_key_for_the_caller_to_mask():
-    from graphtrace.agent_models import run_attribution_agent
+    from graphtrace import run_attribution_agent
 
     class Agent:
         async def reply_stream(self, *a, **k):

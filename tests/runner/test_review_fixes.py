@@ -169,7 +169,7 @@ def test_is_transient_error_by_type():
 
 
 def test_agent_timeout_error_without_limit_is_an_agent_error():
-    from graphtrace.agent_models import run_attribution_agent
+    from graphtrace import run_attribution_agent
 
     class Agent:
         async def reply_stream(self, *a, **k):
@@ -292,12 +292,12 @@ def test_custom_prior_path_that_does_not_exist_exits_2(bench_dir, tmp_path, caps
 
 def test_error_types_and_splits_have_one_definition():
     import eval_retrieval_performance
+    import graphtrace
     import run_error_attribution
-    from graphtrace import agent_models
     from toolkits import bench_utils, metrics
 
     assert metrics.ERROR_TYPES is bench_utils.ERROR_TYPES
-    assert tuple(agent_models.ERROR_TYPES) == bench_utils.ERROR_TYPES
+    assert tuple(graphtrace.ERROR_TYPES) == bench_utils.ERROR_TYPES
     assert run_error_attribution.SPLITS is eval_retrieval_performance.SPLITS is bench_utils.MEMTRACEBENCH_SPLITS
 
 
@@ -313,7 +313,8 @@ def test_agent_api_errors_are_retried_by_type_end_to_end(bench_dir, tmp_path):
     import httpx
 
     import run_error_attribution
-    from graphtrace.agent_models import ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import ScriptedChatModel
 
     from .conftest import OP_EXTRACT_5
     from .test_cli_attribution import REASON

@@ -28,7 +28,8 @@ DRIVER = textwrap.dedent(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {repo!r})
     import run_error_attribution
-    from graphtrace.agent_models import FunctionChatModel, ScriptedChatModel, answer
+    from graphtrace import answer
+    from membase.clients import FunctionChatModel, ScriptedChatModel
 
     def factory(ctx):
         if ctx.case.metadata["annotation"]["final_error_type"] in ("UpdateError", "ResponseError"):

@@ -279,10 +279,10 @@ def test_run_is_arun_outside_an_event_loop(bench_graph):
 
 
 def test_default_model_factory_passes_the_config(monkeypatch):
-    import graphtrace.agent_models as agent_models
+    import membase.clients as model_layer
 
     seen = {}
-    monkeypatch.setattr(agent_models, "build_openai_chat_model", lambda *a, **k: seen.update(args=a, kwargs=k) or "m")
+    monkeypatch.setattr(model_layer, "build_openai_chat_model", lambda *a, **k: seen.update(args=a, kwargs=k) or "m")
     cfg = MemTraceConfig(model="m-1", temperature=0.3, max_tokens=77, stream=False, llama_cpp_compat=True,
                          max_context_limit=12345)
     runner = MemTraceRunner(cfg)
@@ -609,7 +609,7 @@ def test_usage_of_reads_dicts_objects_and_aliases():
 
 
 def test_prediction_dict_accepts_models_and_dicts_only():
-    from graphtrace.agent_models import ErrorAttributionPrediction
+    from graphtrace import ErrorAttributionPrediction
 
     model = ErrorAttributionPrediction(error_type="UpdateError", op_id="op-1", reason="because")
     assert runner_module._prediction_dict(model) == {"error_type": "UpdateError", "op_id": "op-1", "reason": "because"}

@@ -105,7 +105,7 @@ class CallMeter:
 
     def optimizer_factory(self, _call_index: int) -> Any:
         """An agentscope fake that records each prompt and proposes the target's current value."""
-        from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+        from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 
         def fn(messages: list[Any], tools: list[str], _choice: Any) -> Any:
             text = "\n".join(_message_text(m) for m in messages)

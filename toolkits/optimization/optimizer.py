@@ -283,7 +283,7 @@ class _CallOutcome:
 
 async def run_structured_reply(agent: Any, text: str, schema: type[BaseModel], timeout: float | None) -> _CallOutcome:
     """One agent reply with a structured answer; every failure becomes ``failure`` (never raises)."""
-    from graphtrace.agent_models import StructuredReply
+    from membase.clients import StructuredReply
 
     outcome = _CallOutcome(value=None)
     reply = StructuredReply()
@@ -352,7 +352,7 @@ class OptimizerRunner:
     def _model(self, call_index: int) -> Any:
         if self._model_factory is not None:
             return self._model_factory(call_index)
-        from graphtrace.agent_models import build_openai_chat_model
+        from membase.clients import build_openai_chat_model
 
         if self._api_pool is None:
             self._api_pool = resolve_api_pool(self.config)
@@ -656,7 +656,7 @@ def fake_optimizer_model(reply: str) -> Any:
     ``reply`` may be a JSON object (its keys fill the structured answer: ``rationale``,
     ``feedback``, ``aggregated_feedback``, ``improved_value``) or plain text (used for every field).
     """
-    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+    from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 
     try:
         parsed = json.loads(reply)

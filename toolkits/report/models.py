@@ -24,7 +24,7 @@ def is_fake_model(spec: str) -> bool:
 
 def fake_model_factory(spec: str) -> Callable[[int], Any]:
     """``fn(batch_index) -> model`` for a ``fake:<text>`` spec (a fresh model per batch)."""
-    from graphtrace.agent_models import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+    from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 
     text = spec[len(FAKE_PREFIX):]
     answer = {"rationale": "fixed reply of the fake model", "report": text}

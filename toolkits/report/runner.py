@@ -124,7 +124,7 @@ class ReportRunner:
     Args:
         config: Settings.
         model_factory: Builds the chat model of a batch; default: an OpenAI-compatible model
-            (:func:`graphtrace.agent_models.build_openai_chat_model`) on the batch's credential slot.
+            (:func:`membase.clients.build_openai_chat_model`) on the batch's credential slot.
         sleep: Awaitable sleep used for retry backoff (tests pass a no-op).
     """
 
@@ -151,7 +151,7 @@ class ReportRunner:
             self._pool = resolve_api_pool(self.config)
 
     def _default_model(self, batch_index: int) -> Any:
-        from graphtrace.agent_models import build_openai_chat_model
+        from membase.clients import build_openai_chat_model
 
         self.check_credentials()
         assert self._pool is not None
@@ -190,7 +190,7 @@ class ReportRunner:
     async def _attempt(self, batch_index: int, system_prompt: str, task: str) -> BatchResult:
         from agentscope.agent import Agent, InjectionConfig, ReActConfig
 
-        from graphtrace.agent_models import StructuredReply
+        from membase.clients import StructuredReply
 
         reply = StructuredReply()
         usage = reply.usage
