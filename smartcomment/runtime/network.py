@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 import threading
 import uuid
 from collections import deque
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 from smartcomment.drivers.base import GraphDriver, get_driver_class
 from smartcomment.drivers.in_memory import InMemoryGraphDriver  # noqa: F401  (registers "in_memory")
+from smartcomment.runtime.atomic import atomic_write_json
 from smartcomment.runtime.errors import ExecNetworkKeyError, GraphFormatError
 from smartcomment.runtime.graph import RuntimeGraph
 from smartcomment.runtime.operation import RuntimeEdge, RuntimeOp
@@ -208,18 +208,8 @@ class ExecNetwork:
             raise GraphFormatError(f"graph file {str(path)!r}: {exc}") from None
 
     def to_file(self, path: str | os.PathLike[str], *, indent: int | None = 4) -> None:
-        """Write the export atomically (temp file + rename) as UTF-8 JSON."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.model_dump(), fh, indent=indent, ensure_ascii=False)
-            os.chmod(tmp, 0o666 & ~_current_umask())  # mkstemp creates 0600; give the usual mode
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        """Write the export atomically (temp file + fsync + rename) as UTF-8 JSON."""
+        atomic_write_json(Path(path), self.model_dump(), indent=indent)
 
     # ------------------------------------------------------------------ counts
     def __contains__(self, full_node_id: object) -> bool:
@@ -750,19 +740,6 @@ class ExecNetwork:
     def visualize(self, backend: str = "dot", **kwargs: Any) -> Any:
         """Render the whole graph with a visual backend (``"dot"`` gives DOT text)."""
         return self.to_runtime_graph().visualize(backend=backend, **kwargs)
-
-
-def _current_umask() -> int:
-    """The process umask, read without changing it where /proc allows (os.umask has to set it)."""
-    try:
-        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _compile(pattern: str | None):

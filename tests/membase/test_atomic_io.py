@@ -10,12 +10,12 @@ import subprocess
 import sys
 import textwrap
 
-from membase.utils import io
+from smartcomment.runtime import atomic as io
 
 # A writer that hangs inside the atomic write, after its temp file exists and before the rename.
 _HANGING_WRITER = textwrap.dedent("""
     import os, sys, time
-    from membase.utils import io
+    from smartcomment.runtime import atomic as io
     real_fsync = os.fsync
     def hang(fd):
         real_fsync(fd)

@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from membase.utils.io import atomic_write_text
 from smartcomment.runtime.errors import MemTraceError
 
 __all__ = [
@@ -257,14 +258,7 @@ class _JsonLinesExporter:
         if self._closed:
             return
         self._closed = True
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write("".join(line + "\n" for line in self._lines))
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(self.path, "".join(line + "\n" for line in self._lines))
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
