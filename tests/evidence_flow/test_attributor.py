@@ -301,7 +301,8 @@ def test_an_inferred_answer_with_nothing_given_follows_the_message_closest_to_th
         result = _attr(toy, case, given, evidence_is_pseudo=given is not None)
         assert result["evidence"]["seeds"] == [msg] and result["evidence"]["mode"] == "evidence"
         assert _verdict(result) == ("ExtractionError", op)
-        assert "the conversation's message closest to the question" in result["reason"]
+        # "yesterday", said on 8 May, points to the golden 7 May: the seed is found by its time
+        assert "whose time points to the golden date" in result["reason"]
         assert result["confidence"] < _attr(toy, case, [msg])["confidence"]
         assert any("uncertain seed" in (step.get("note") or "") for step in result["trail"])
     assert not any("uncertain seed" in (step.get("note") or "") for step in _attr(toy, case, [msg])["trail"])

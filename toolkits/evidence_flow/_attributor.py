@@ -65,9 +65,6 @@ __all__ = ["DEFAULT_MIN_CONFIDENCE", "STATUSES", "attribute_case_evidence_flow",
 STATUSES = ("attributed", "abstained", "evidence_absent", "query_not_found", "op_not_found", *NON_MEMORY_STATUSES)
 #: Confidence below which the attributor abstains instead of guessing.
 DEFAULT_MIN_CONFIDENCE = 0.25
-#: Evidence-choice confidence below which the trail calls the seed uncertain (a retrieved or
-#: searched message that does not state the golden answer, matched by the question alone).
-UNCERTAIN_SEED = 0.6
 
 # The graph index is built once per graph object and shared by its cases (a benchmark graph
 # holds several); the entry keeps the graph alive so its id cannot be reused. Graphs are
@@ -146,7 +143,9 @@ def _result(error_type: str | None, op_id: str | None, status: str, reason: str,
     evidence = None
     if choice is not None:
         evidence = {"mode": choice.mode, "source": choice.source,
-                    "seeds": [n.full_node_id for n in choice.seeds], "notes": list(choice.notes)}
+                    "seeds": [n.full_node_id for n in choice.seeds], "notes": list(choice.notes),
+                    "seed_confidence": round(choice.confidence, 3), "seed_uncertain": bool(choice.uncertain),
+                    "seed_uncertain_because": choice.uncertain}
     return {"error_type": error_type, "op_id": op_id, "reason": reason, "trail": trail.as_dicts(), "status": status,
             "confidence": round(confidence, 3), "evidence": evidence}
 
@@ -334,8 +333,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
     settings.made.append(probe)
     for note in choice.notes:
         trail.add("evidence", note=note)
-    uncertain = (f"; uncertain seed (confidence {choice.confidence:.2f}): no given message states the answer "
-                 "with the question's words" if choice.confidence < UNCERTAIN_SEED else "")
+    uncertain = f"; uncertain seed (confidence {choice.confidence:.2f}): {choice.uncertain}" if choice.uncertain else ""
     for seed in choice.seeds:
         trail.add("evidence", node=seed, present=True, note=f"{choice.mode} mode seed ({choice.source}){uncertain}")
     state = follow_construction(view, probe, choice.seeds, query, trail)

@@ -31,7 +31,9 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
+from ._dates import message_date, resolves_relative_time, text_dates
 from ._facts import Statement, merge_statements, speaks_in_first_person, statements, without_address
 from ._graph_view import GraphView, NodeRec, is_message, message_speaker
 from ._probe import asked_kinds
@@ -67,6 +69,10 @@ class EvidenceChoice:
     """Given evidence ids that are not in the graph."""
     rivals: list[Statement] = field(default_factory=list)
     """Answer mode: statements of the other messages that hold the golden answer (not restatements)."""
+    uncertain: str = ""
+    """Why the seed may be the wrong message (empty when the choice is sure): several messages state
+    the answer and match the question almost equally, or none states it and the seed is only the
+    message closest to the question."""
 
 
 def node_statements(view: GraphView, node: NodeRec) -> list[Statement]:
@@ -207,8 +213,22 @@ def choose_evidence(
         source = "retrieved" if best.full_node_id in retrieved else "conversation"
         clear = len(ranked) == 1 or ranked[1][0] < _CLOSE_SECOND * ranked[0][0]
         confidence = (0.9 if clear else 0.7) if source == "retrieved" else (0.8 if clear else 0.6)
-        return _answer_choice(view, [best], question_tokens, source, confidence, spread, answer, answer_threshold, notes,
-                              unresolved, restate_from=stating_all)
+        choice = _answer_choice(view, [best], question_tokens, source, confidence, spread, answer, answer_threshold,
+                                notes, unresolved, restate_from=stating_all)
+        if not clear and ranked[1][1] not in choice.seeds:
+            choice.uncertain = (f"{ranked[1][1].full_node_id} also states the golden answer and matches the question "
+                                "almost as well")
+        return choice
+    dated = _dated_seed(view, before, question, golden, question_tokens, [m.full_node_id for m in given])
+    if dated is not None:
+        score, seed = dated
+        notes.append(f"no message states the golden answer: {seed.full_node_id}, whose time points to the golden "
+                     "date, is followed")
+        return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
+                              question_tokens, kinds), source="retrieved" if seed in given else "conversation",
+                              confidence=round(0.5 + 0.3 * min(score, 1.0), 3), answer_spread=spread, notes=notes,
+                              unresolved=unresolved, uncertain="no message states the golden answer; the seed's "
+                              "relative time points to the golden date")
     if given:
         ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
         score, seed = _telling(view, ranked, query, notes)
@@ -217,7 +237,8 @@ def choose_evidence(
         # a retrieved message that shares little with the question is a weak seed
         return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(facts, question_tokens, kinds),
                               source="retrieved", confidence=round(0.3 + 0.6 * min(score, 1.0), 3),
-                              answer_spread=spread, notes=notes, unresolved=unresolved)
+                              answer_spread=spread, notes=notes, unresolved=unresolved,
+                              uncertain="no message states the golden answer; the seed only matches the question")
     if before:
         # nothing given and no message states the answer (an inferred answer): the message of the
         # conversation closest to the question, with less confidence than a retrieved one
@@ -231,9 +252,49 @@ def choose_evidence(
             return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
                                   question_tokens, kinds), source="conversation",
                                   confidence=round(0.2 + 0.5 * min(score, 1.0), 3), answer_spread=spread, notes=notes,
-                                  unresolved=unresolved)
+                                  unresolved=unresolved, uncertain="no message states the golden answer and none "
+                                  "was given; the seed only matches the question")
     return EvidenceChoice(mode="none", seeds=[], facts=[], source="none", confidence=0.0, answer_spread=spread,
                           notes=notes, unresolved=unresolved)
+
+
+#: How many days before the golden date a message that points to it may be sent ("three weeks ago" is
+#: as far as a relative time of a conversation reaches back with a day's precision), and after it.
+_DATED_REACH = (-3, 45)
+
+
+def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golden: str, question_tokens: frozenset[str],
+                retrieved: Sequence[str]) -> tuple[float, NodeRec] | None:
+    """A when-question whose golden date no message states: the message about what the question asks
+    whose own relative time ("yesterday", "last Friday"), read from the day it was sent, points to
+    that date is where the date comes from. None when the question asks no time, the answer holds no
+    date, or no such message shares a word with what the question asks about."""
+    if "weekday" not in asked_kinds(question):  # the kinds a when-question asks for
+        return None
+    about = frozenset(question_tokens - view.speakers)
+    sent = [(m, _sent_on(view, m)) for m in before]
+    first_day = next((day for _, day in sent if day is not None), None)
+    targets = text_dates(golden, first_day) if about and first_day is not None else []
+    if not targets:
+        return None
+    low, high = _DATED_REACH
+    # a message of the conversation must match the question as well as a searched seed must; one that
+    # retrieval returned only has to share a word with it
+    near = [m for m, day in sent if day is not None and any(low <= (day - t).days <= high for t in targets)
+            and _question_score(view, m, about) >= (1e-9 if m.full_node_id in retrieved else _MIN_SEARCHED_SCORE)]
+    for score, candidate in _rank(view, near, about, retrieved):
+        day = _sent_on(view, candidate)
+        if day is not None and resolves_relative_time(message_text(candidate.value), golden, day):
+            return score, candidate
+    return None
+
+
+def _sent_on(view: GraphView, node: NodeRec) -> date | None:
+    """The day a message was sent (memoised per graph: parsing a written-out time is slow)."""
+    key = ("sent_on", node.full_node_id)
+    if key not in view.memo:
+        view.memo[key] = message_date(node.value)
+    return view.memo[key]
 
 
 def _telling(view: GraphView, ranked: list[tuple[float, NodeRec]], query: NodeRec,

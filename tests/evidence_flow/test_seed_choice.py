@@ -1,0 +1,90 @@
+"""The default mode's starting evidence: which message the flow starts from when nothing is annotated,
+and the result saying when that choice is uncertain (``evidence.seed_uncertain``)."""
+
+from __future__ import annotations
+
+import json
+
+from toolkits.evidence_flow import attribute_case_evidence_flow
+
+
+def _turn(toy, mid: str, text: str, fact: str, name: str) -> tuple[str, str]:
+    """A message, its extracted fact and the memory unit it became; returns (message, unit)."""
+    msg = toy.message(mid, text, name)
+    op = toy.op("memory_system.extract_facts", "extraction")
+    facts = toy.node("extracted_facts", [fact], category="llm_response")
+    toy.edge(op, msg, facts, "extraction")
+    add = toy.op("memory_system.update_memory_decision", "update")
+    unit = toy.node(f"memory-unit-{mid}", {"id": mid, "memory": fact}, category="memory_entry")
+    toy.edge(add, facts, unit, "update")
+    return msg, unit
+
+
+def test_two_messages_that_state_the_answer_alike_make_an_uncertain_seed(toy, case_factory):
+    # The reason: with no annotation, two equally good matches leave the seed a coin toss; the
+    # result must say so, so that a reader (or an LLM strategy seeded with it) checks the other one.
+    first, unit = _turn(toy, "U1:D1:1", "Our choir sings in the old chapel on Fridays after the potluck dinner.",
+                        "Wanda's choir sings in the old chapel", "Wanda")
+    # another event at the same place, as close to the question's words: not a restatement
+    second, _ = _turn(toy, "U1:D2:1", "The choir sang carols at the old chapel with a brass band.",
+                      "Wanda's choir sang carols at the old chapel", "Wanda")
+    question = "Where does Wanda's choir sing?"
+    ids = toy.ask("q1", question, [unit])
+    case = case_factory(ids["query"], "old chapel", [first], question=question)
+    retrieved = attribute_case_evidence_flow(toy.export(), case, [], evidence_is_pseudo=True)
+    evidence = retrieved["evidence"]
+    assert evidence["seed_uncertain"] and {first, second} & set(evidence["seeds"])
+    assert "also states the golden answer" in evidence["seed_uncertain_because"]
+    assert any("uncertain seed" in (step["note"] or "") for step in retrieved["trail"])
+    annotated = attribute_case_evidence_flow(toy.export(), case, [first])["evidence"]
+    assert not annotated["seed_uncertain"] and annotated["seed_uncertain_because"] == ""
+    assert annotated["seed_confidence"] == 1.0 > evidence["seed_confidence"]
+    json.dumps(retrieved)  # the fields are plain JSON
+
+
+def test_one_message_that_states_the_answer_is_a_sure_seed(toy, case_factory):
+    msg, unit = _turn(toy, "U1:D1:1", "Our choir sings in the old chapel on Fridays.",
+                      "Wanda's choir sings in the old chapel", "Wanda")
+    toy.message("U1:D1:2", "I bake rye bread on Sundays.", "Wanda")
+    question = "Where does Wanda's choir sing?"
+    ids = toy.ask("q1", question, [unit])
+    result = attribute_case_evidence_flow(toy.export(), case_factory(ids["query"], "old chapel", [], question=question),
+                                          [], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [msg] and not result["evidence"]["seed_uncertain"]
+
+
+def test_an_inferred_answer_seeded_by_the_question_alone_is_uncertain(toy, case_factory):
+    # no message states "12 March 2023": the seed is only the message closest to the question
+    msg, unit = _turn(toy, "U1:D1:1", "We finally planted the apricot tree yesterday.",
+                      "Wanda planted an apricot tree", "Wanda")
+    question = "When did Wanda plant the apricot tree?"
+    ids = toy.ask("q1", question, [unit])
+    case = case_factory(ids["query"], "12 March 2023", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [msg], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [msg] and result["evidence"]["mode"] == "evidence"
+    assert result["evidence"]["seed_uncertain"]
+    assert "no message states the golden answer" in result["evidence"]["seed_uncertain_because"]
+
+
+def _dated_message(toy, mid: str, text: str, sent: str) -> str:
+    return toy.node(mid, {"content": text, "name": "Wanda", "role": "user", "timestamp": sent}, category="message")
+
+
+def test_a_when_question_follows_the_message_whose_relative_time_points_to_the_golden_date(toy, case_factory):
+    # The reason: no message states a date computed from "yesterday", so the question's words alone
+    # pick the message that shares most of them, here a wish, not the event. The day each message was
+    # sent, read with its relative time, says which one the golden date came from.
+    wish = _dated_message(toy, "U1:D1:1", "I want to plant an apricot tree in the garden someday.", "2023-03-01T10:00:00")
+    _dated_message(toy, "U1:D1:2", "My neighbour lent me his ladder for the gutters.", "2023-03-01T10:05:00")
+    done = _dated_message(toy, "U1:D2:1", "The apricot tree finally went into the ground yesterday!",
+                          "2023-03-13T18:30:00")
+    _dated_message(toy, "U1:D2:2", "Next I am painting the fence green.", "2023-03-13T18:35:00")
+    ids = toy.ask("q1", "When did Wanda plant the apricot tree?", [])
+    case = case_factory(ids["query"], "12 March 2023", [], question="When did Wanda plant the apricot tree?")
+    for given in ([wish], [wish, done], []):
+        result = attribute_case_evidence_flow(toy.export(), case, given, evidence_is_pseudo=True)
+        assert result["evidence"]["seeds"] == [done], given
+        assert any("points to the golden date" in note for note in result["evidence"]["notes"])
+    # a golden answer that is no date leaves the choice to the question's words
+    other = case_factory(ids["query"], "in spring", [], question="When did Wanda plant the apricot tree?")
+    assert attribute_case_evidence_flow(toy.export(), other, [wish], evidence_is_pseudo=True)["evidence"]["seeds"] == [wish]
