@@ -73,9 +73,10 @@ class _Builder:
             self._clean[key] = self._run(case, [conv.qa(k) for k in keys], [], "clean")
         return self._clean[key]
 
-    def drop(self, case: Case, reason: str) -> None:
+    def drop(self, case: Case, reason: str, prediction: str | None = None) -> None:
         self.report.dropped.append({"case": case.number, "split": case.split, "origin": case.origin,
-                                    "kind": f"{case.fault.error}/{case.fault.corruption}", "reason": reason})
+                                    "kind": f"{case.fault.error}/{case.fault.corruption}", "reason": reason}
+                                   | ({"prediction": prediction} if prediction is not None else {}))
         if self.progress:
             self.progress(f"case {case.number} ({case.split} {case.origin}): dropped, {reason}")
 
@@ -90,11 +91,11 @@ class _Builder:
             self.drop(case, f"run_failed: {exc}")
             return
         if clean.records[qa.id].score != 1.0:
-            self.drop(case, "clean_run_wrong")  # without the fault the system fails too: not decisive
+            self.drop(case, "clean_run_wrong", clean.records[qa.id].prediction)  # not decisive: it fails anyway
         elif not fault.fired:
             self.drop(case, "not_fired")
         elif run.records[qa.id].score != 0.0:
-            self.drop(case, "answer_still_right")
+            self.drop(case, "answer_still_right", run.records[qa.id].prediction)
         elif (op_id := label_op(fault, run)) is None:
             self.drop(case, "op_not_found")
         else:
@@ -112,7 +113,7 @@ class _Builder:
             return
         latest = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}
         export["data"]["annotations"] = [{
-            "query_id": found["query_id"], "query": found["query"], "golden_answers": list(qa.golden_answers),
+            "query_id": found["query_id"], "query": found["query"], "golden_answers": list(qa.metadata["answer_parts"]),
             "golden_answers_id": found["golden_answers_id"], "prediction": found["prediction"],
             "prediction_id": found["prediction_id"],
             "source_evidence_ids": [latest[e] for e in qa.metadata.get("evidence", []) if e in latest],

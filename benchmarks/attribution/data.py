@@ -2,7 +2,8 @@
 
 The file (``format: attribution-benchmark-v1``) holds ``conversations`` — each with ``id``,
 ``sessions`` (``time`` as ISO 8601, ``turns`` as ``[speaker, text]`` pairs) and ``questions``
-(``key``, ``question``, ``answers``, ``evidence`` as 1-based message numbers) — and ``cases``:
+(``key``, ``question``, ``answers`` — the parts of the answer, all needed — and ``evidence`` as
+1-based message numbers) — and ``cases``:
 one planned fault each, on one question of one conversation in one split (``long_context``,
 ``rag``, ``mem0``, ``evermemos``). A case's ``fault`` names faultbench's terms: the ``error``
 kind (``extraction``, ``update``, ``deletion``, ``retrieval``, ``response``), a ``corruption``
@@ -99,8 +100,11 @@ class Conversation:
         from membase.types import QuestionAnswerPair
 
         q, ids = self.questions[key], [m[0] for m in self.messages()]
-        return QuestionAnswerPair(id=f"{self.id}-qa-{key}", question=q["question"], golden_answers=list(q["answers"]),
-                                  metadata={"evidence": [ids[n - 1] for n in q["evidence"]]})
+        parts = [str(a) for a in q["answers"]]
+        # The parts of a list answer are all needed: the judge reads them as one answer.
+        return QuestionAnswerPair(id=f"{self.id}-qa-{key}", question=q["question"],
+                                  golden_answers=[" and ".join(parts)] if len(parts) > 1 else parts,
+                                  metadata={"evidence": [ids[n - 1] for n in q["evidence"]], "answer_parts": parts})
 
 
 @dataclass(frozen=True, kw_only=True)

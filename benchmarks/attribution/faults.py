@@ -37,10 +37,12 @@ _FENCED = re.compile(r"```(?:json)?\n(?P<body>.*)\n```", re.DOTALL)
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedEdit:
-    """The corruptor of a planned fault: replace ``old`` by ``new`` (``old`` None: the whole text)."""
+    """The corruptor of a planned fault: replace ``old`` by ``new`` (``old`` None: the whole text that holds the fact)."""
 
     old: str | None
     new: str
+    holds: tuple[str, ...] = ()
+    """The fact's texts: with ``old`` None, only a text holding one of them is replaced."""
 
     def applicable(self) -> bool:
         """A plan is always applicable; whether it meets its text shows when it fires."""
@@ -49,7 +51,7 @@ class PlannedEdit:
     def apply(self, text: str) -> str | None:
         """The edited text, or None when ``old`` is not in ``text``."""
         if self.old is None:
-            return self.new if text != self.new else None
+            return self.new if text != self.new and any(h in text for h in self.holds) else None
         if self.old not in text:
             return None
         return re.sub(r"[ \t]{2,}", " ", text.replace(self.old, self.new)).strip()
@@ -66,7 +68,8 @@ class _Planned:
         super().__init__(spec, site, target, seed=0, act_index=act_index)  # type: ignore[call-arg]
         self.plan_case, self.extra = case, extra
         edit = case.fault.edit
-        self.corruptor = PlannedEdit(old=edit[0], new=edit[1]) if edit else None  # type: ignore[assignment]
+        self.corruptor = (PlannedEdit(old=edit[0], new=edit[1], holds=target.fact_sentences)  # type: ignore[assignment]
+                          if edit else None)
         self.prediction = case.prediction
 
     def fresh(self) -> Fault:
@@ -183,10 +186,10 @@ def planned_fault(case: Case, conversation: Conversation, qa: Any, trajectory: A
     elif plan.edit and plan.edit[0]:
         sentences = (plan.edit[0],)
     else:
-        sentences = tuple(_stating(fact.content, list(qa.golden_answers)))
+        sentences = tuple(_stating(fact.content, list(qa.metadata["answer_parts"])))
     speakers = list(dict.fromkeys(m.name for m in messages))
     target = Target(qa=qa, fact=fact, fact_index=number - 1, answer_tokens=frozenset(content_tokens(
-        " ".join(qa.golden_answers))), fact_sentences=sentences, speaker=fact.name,
+        " ".join(qa.metadata["answer_parts"]))), fact_sentences=sentences, speaker=fact.name,
         others=tuple(s for s in speakers if s != fact.name), spread=1)
     spec = FaultSpec(error=plan.error, corruption=plan.corruption, sites=(plan.site,))
     extra: dict[str, Any] = {}

@@ -89,10 +89,30 @@ def test_cli_scores_outputs_and_refuses_bad_data_with_one_error_line(built, tmp_
         load_benchmark(bad)
 
 
-@pytest.mark.slow
-def test_benchmark_d_builds_its_verified_cases(tmp_path):
-    report = build_benchmark(load_benchmark(Path("benchmarks/attribution/data/d.json")), tmp_path)
-    assert len(report.cases) + len(report.dropped) == 85
-    assert len(report.cases) >= 45
-    for split in ("long_context", "rag", "mem0", "evermemos"):
-        assert len({c["final_error_type"] for c in report.cases if c["split"] == split}) >= 3
+def test_a_list_answer_needs_all_its_parts_and_keeps_them_for_the_annotation():
+    conv = load_benchmark(TINY).conversations["garden"]
+    data = json.loads(TINY.read_text())
+    data["conversations"][0]["questions"][0]["answers"] = ["Felix", "his red wheelbarrow"]
+    qa = type(conv)(id=conv.id, sessions=conv.sessions, questions={
+        "1": data["conversations"][0]["questions"][0]}).qa("1")
+    assert qa.golden_answers == ["Felix and his red wheelbarrow"]
+    assert qa.metadata["answer_parts"] == ["Felix", "his red wheelbarrow"]
+    assert qa.metadata["evidence"] == ["garden:D1:1"]
+
+
+@pytest.mark.parametrize("name, planned", [("b", 92), ("d", 85)])
+def test_every_converted_plan_names_texts_its_conversation_holds(name, planned):
+    bench = load_benchmark(Path(__file__).resolve().parents[2] / "benchmarks" / "attribution" / "data" / f"{name}.json")
+    assert len(bench.cases) == planned
+    for case in bench.cases:
+        conv = bench.conversations[case.conversation]
+        texts = [text for _id, _who, text, _t in conv.messages()]
+        plan = case.fault
+        number = plan.message or conv.questions[case.question]["evidence"][0]
+        assert 1 <= number <= len(texts), case.number
+        if plan.edit and plan.edit[0] and plan.site in ("memory_update", "doc", "buffer", "add"):
+            assert plan.edit[0] in texts[number - 1], case.number  # a line edit meets its message
+        if plan.error in ("update", "deletion") and plan.after:
+            assert plan.after > number or plan.corruption == "compact", case.number
+        if plan.error == "response":
+            assert case.prediction, case.number
