@@ -10,9 +10,15 @@ Rows of the table:
 * **default** — the starting layer config (``--layer-config``) with ``--top-k``;
 * **guided** — the parameter loop (:class:`toolkits.optimization.param_loop.ParameterRoundStep`):
   ``--rounds`` rounds, each a traced run, ``evidence_flow`` attribution of the missed questions,
-  and a search over only the parameters found in the attributed operations' subgraphs;
+  and a search over only the parameters found in the attributed operations' subgraphs and
+  upstream of them, in stages: the attributed operations' own parameters first (``top_k`` for a
+  retrieval miss: no rebuild) in a TPE study warm-started with the incumbent, the upstream ones
+  (chunking) with the trials left once the own ones are flat, by a pattern search that moves
+  one parameter at a time from the best point so far (:mod:`toolkits.optimization.guidance`);
 * **guided_own** — guided with ``--upstream-hops 0``: only the attributed operations' own
   parameters (the behaviour before the upstream walk), an ablation;
+* **guided_flat** — guided with the upstream walk but one study over every reached parameter
+  (no stages, no warm start: the behaviour before the stages), an ablation;
 * **unguided** — the same search over every tunable parameter of the layer, one round, no
   attribution, the same number of objective evaluations (``--evaluations``, incumbents included);
 * **grid** — every point of a full grid (the ceiling a search could reach), the best point on
@@ -22,8 +28,11 @@ Rows of the table:
 
 Each method builds its layers anew (its own hit tables), sharing only the on-disk embedding
 cache, so ``builds`` and wall time compare the methods' cost; embeddings computed by an earlier
-row are cache hits for a later one. Results go to ``--output-path`` after every row; a rerun
-skips finished rows (``--rerun`` recomputes them) and the loops resume from their folders.
+row are cache hits for a later one. ``builds`` counts the objective's builds (one per distinct
+construction config and conversation set) plus, for guided rows, the traced run of each round
+(``traced_runs``), which builds the training conversations' memory once more. Results go to
+``--output-path`` after every row; a rerun skips finished rows (``--rerun`` recomputes them) and
+the loops resume from their folders.
 
 Run (2 CPU cores: 1-2 hours cold, minutes with a warm cache)::
 
@@ -147,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 train_obj.close()
                 eval_obj.close()
             row.update(wall_seconds=time.perf_counter() - started,
-                       builds={"train": train_obj.builds, "held_out": eval_obj.builds},
+                       builds={"train": train_obj.builds, "held_out": eval_obj.builds,
+                               "traced": row.get("traced_runs", 0)},
                        n_questions={"train": len(train_obj.questions), "held_out": len(eval_obj.questions)})
             results[name] = row
             atomic_write_json(output, {"meta": meta, "rows": results, "over_seeds": over_seeds(results)})
@@ -174,7 +184,8 @@ def run_default(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Pa
             "params": _params(initial), "searched": []}
 
 
-def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, *, guided: bool) -> dict[str, Any]:
+def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, *, guided: bool,
+          staged: bool = True) -> dict[str, Any]:
     from toolkits.optimization.loop import IterationStore, run_rounds
     from toolkits.optimization.param_loop import SEARCH_FOLDER, ParameterRoundStep, ParameterSearchSettings
     from toolkits.optimization.parameters import parameter_registry
@@ -186,7 +197,7 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
     settings = ParameterSearchSettings(budget=args.budget, trials_per_round=trials, guided=guided,
                                        default_top_k=args.top_k, seed=args.seed, show_progress=args.progress,
                                        max_attributed_cases=args.max_attributed_cases,
-                                       upstream_hops=args.upstream_hops)
+                                       upstream_hops=args.upstream_hops, staged=staged, warm_start=staged)
     runner = None
     if guided:
         from toolkits.runner import MemTraceConfig, MemTraceRunner
@@ -210,7 +221,9 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
         "evaluations": sum(s["objective_evaluations"] for s in summaries),
         "train_micro": summaries[-1]["metrics"]["context_recall"],
         "held_out": _held_out(eval_obj, bundle), "params": _params(bundle), "searched": searched,
+        "traced_runs": sum(1 for s in summaries if "traced_run_recall" in s),
         "rounds": [{k: s.get(k) for k in ("searched_parameters", "attributions_by_op_name", "attributed_parameters",
+                                          "ranked_parameters", "stages", "skipped_as_flat",
                                           "incumbent", "accepted", "next_params", "num_failed_queries",
                                           "num_cases_attributed", "attributions_by_error_type",
                                           "traced_run_recall", "elapsed_seconds")} for s in summaries],
@@ -225,6 +238,11 @@ def run_guided_own(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work:
     """Guided, but only the attributed operations' own parameters (no upstream walk): the ablation."""
     own = argparse.Namespace(**{**vars(args), "upstream_hops": 0})
     return _loop(own, initial, train_obj, eval_obj, work / "guided_own", guided=True)
+
+
+def run_guided_flat(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
+    """Guided with the upstream walk, one study over every reached parameter (no stages): the ablation."""
+    return _loop(args, initial, train_obj, eval_obj, work / "guided_flat", guided=True, staged=False)
 
 
 def run_unguided(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path) -> dict[str, Any]:
@@ -269,9 +287,9 @@ def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path)
     return row
 
 
-RUNNERS = {"default": run_default, "guided": run_guided, "guided_own": run_guided_own, "unguided": run_unguided,
-           "grid": run_grid}
-SEEDED = ("guided", "guided_own", "unguided")
+RUNNERS = {"default": run_default, "guided": run_guided, "guided_own": run_guided_own, "guided_flat": run_guided_flat,
+           "unguided": run_unguided, "grid": run_grid}
+SEEDED = ("guided", "guided_own", "guided_flat", "unguided")
 """Rows whose result depends on the seed (the others are deterministic)."""
 
 
@@ -289,10 +307,16 @@ def over_seeds(rows: dict[str, Any]) -> dict[str, Any]:
             "held_out_macro": mean_sd([r["held_out"]["macro"] for r in runs]),
             "train_micro": mean_sd([r["train_micro"] for r in runs]),
             "evaluations": mean_sd([r["evaluations"] for r in runs]),
-            "builds": mean_sd([r["builds"]["train"] + r["builds"]["held_out"] for r in runs]),
+            "builds": mean_sd([_builds(r) for r in runs]),
             "searched": sorted({p for r in runs for p in r["searched"]}),
         }
     return out
+
+
+def _builds(row: dict[str, Any]) -> int:
+    """Layer builds of a row: the objective's (train and held-out) and the guided rounds' traced runs."""
+    builds = row.get("builds", {})
+    return builds.get("train", 0) + builds.get("held_out", 0) + builds.get("traced", 0)
 
 
 def format_over_seeds(summary: dict[str, Any]) -> str:
@@ -319,10 +343,9 @@ def format_table(rows: dict[str, Any], meta: dict[str, Any]) -> str:
         f"{'wall s':>8}  config",
     ]
     for name, r in rows.items():
-        builds = r.get("builds", {})
         lines.append(
             f"{name:<10} {r['held_out']['micro']:>14.4f} {r['held_out']['macro']:>7.4f} {r['train_micro']:>11.4f} "
-            f"{r['evaluations']:>6} {builds.get('train', 0) + builds.get('held_out', 0):>7} "
+            f"{r['evaluations']:>6} {_builds(r):>7} "
             f"{r.get('wall_seconds', 0):>8.0f}  {json.dumps(r['params'], sort_keys=True)}"
         )
         if "oracle" in r:

@@ -116,3 +116,33 @@ def test_proposals_respect_bounds_and_choices_and_infeasible_ones_fail():
     failed = [t for t in failing.trials if t["state"] == "FAIL"]
     assert failed and all("100 tokens" in t["error"] for t in failed) and len(failing.trials) == 20
     assert failing.best["state"] == "COMPLETE"
+
+
+def test_a_warm_start_point_informs_tpe_but_is_neither_a_trial_nor_the_best(tmp_path):
+    # TPE models the history from the first trial (no random start-up), the incumbent included
+    space = {"top_k": RAG["top_k"]}
+    incumbent = ({"top_k": 17, "max_tokens": None}, 10.0)  # a point outside the space is left out
+    path = tmp_path / "warm.sqlite3"
+    warm = ParameterSearch(space, storage_path=path, seed=5, n_startup_trials=1, warm_start=[incumbent])
+    outcome = warm.run(lambda p: -abs(p["top_k"] - 17), 4)
+    assert len(outcome.trials) == 4 and all("warm_start" not in t for t in outcome.trials)
+    assert outcome.best["value"] <= 0 < 10.0  # the warm point's value is not a result of this search
+    cold = ParameterSearch(space, seed=5, n_startup_trials=1).run(lambda p: -abs(p["top_k"] - 17), 4)
+    assert [t["params"] for t in outcome.trials] != [t["params"] for t in cold.trials]
+    # a resumed study does not add the warm point twice and finds its trials complete
+    again = ParameterSearch(space, storage_path=path, seed=5, n_startup_trials=1, warm_start=[incumbent])
+    assert len(again.study().get_trials()) == 5 and again.run(lambda p: 0.0, 4).trials == outcome.trials
+
+
+def test_a_stop_rule_ends_the_search_early_and_a_rerun_stops_at_the_same_trial(tmp_path):
+    path = tmp_path / "stop.sqlite3"
+
+    def stop(outcome):
+        return len(outcome.trials) >= 2
+
+    first = ParameterSearch(RAG, storage_path=path, seed=1, n_startup_trials=2).run(_objective, 9, stop=stop)
+    assert len(first.trials) == 2
+    calls = []
+    rerun = ParameterSearch(RAG, storage_path=path, seed=1, n_startup_trials=2).run(
+        lambda p: calls.append(p) or _objective(p), 9, stop=stop)
+    assert not calls and rerun.trials == first.trials

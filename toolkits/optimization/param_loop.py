@@ -18,35 +18,54 @@ It plugs a :class:`ParameterRoundStep` into the prompt loop's round driver
 5. **search**: the incumbent is scored once, then ``trials_per_round`` Optuna trials
    (:class:`~toolkits.optimization.search.ParameterSearch`, seeded by ``seed + k``) score
    candidate configs with :class:`~toolkits.optimization.objective.ContextRecallObjective`
-   (``trials.json``); the best trial becomes the next bundle only if it beats the incumbent.
+   (``trials.json``, each trial with its ``stage``); the best trial becomes the next bundle only
+   if it beats the incumbent. Guided rounds search in stages
+   (:mod:`toolkits.optimization.guidance`): the attributed operations' own parameters first,
+   until flat, then the upstream ones from the best point so far, each stage's study warm-started
+   with that point; own parameters found flat by the previous round, which changed no
+   construction setting, are not searched again. ``iteration_summary.json`` → ``stages`` says
+   how each stage ended (``flat``, ``exhausted``, ``budget``).
 
 ``guided=False`` is the ablation: no traced run or attribution, every parameter of the layer is
-searched. The study of round k is kept in ``<dir>/param_search/iteration_<k>.sqlite3`` (outside
-the round folder, which an interrupted round loses), so a rerun continues the search with the
-same trials.
+searched in one study. The study of round k is kept in ``<dir>/param_search/iteration_<k>.sqlite3``
+(a guided stage's in ``iteration_<k>_<stage>.sqlite3``; outside the round folder, which an
+interrupted round loses), so a rerun continues the search with the same trials.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from membase.utils.io import atomic_write_json
 from toolkits.optimization.bundle import BundleError, MemoryConfigBundle
+from toolkits.optimization.guidance import (
+    OWN_STAGE,
+    RankedParameter,
+    SearchStage,
+    is_flat,
+    neighbours,
+    plan_stages,
+    rank_parameters,
+    space_size,
+)
 from toolkits.optimization.loop import (
     ATTRIBUTION_FILENAME,
     FAILED_CASES_FILENAME,
     GROUPED_FILENAME,
     MEMORY_SYSTEMS,
+    SUMMARY_FILENAME,
     RoundContext,
     RoundError,
     RoundOutput,
 )
 from toolkits.optimization.objective import BudgetedContextBuilder, ContextRecallObjective, recall_questions
 from toolkits.optimization.parameters import attributed_parameters, layer_parameter_targets, parameter_spec
-from toolkits.optimization.search import InfeasibleConfig, ParameterSearch, SearchSpaceMismatch
+from toolkits.optimization.search import InfeasibleConfig, ParameterSearch, SearchOutcome, SearchSpaceMismatch
 
 __all__ = [
     "FIXED_ANSWER",
@@ -61,6 +80,14 @@ SEARCH_FOLDER = "param_search"
 TRIALS_FILENAME = "trials.json"
 FIXED_ANSWER = "[no answer: the parameter loop scores the context handed to the answering step]"
 METRIC = "context_recall"
+ALL_STAGE = "all"
+MAX_PATTERN_LEVEL = 3
+"""Step halvings of the upstream pattern search before it counts as exhausted."""
+
+
+def _one_stage(parameters: Sequence[str]) -> list[SearchStage]:
+    """One study over every parameter (the unguided search, or guided without stages)."""
+    return [SearchStage(name=ALL_STAGE, parameters=tuple(parameters), stop_when_flat=False)] if parameters else []
 
 
 @dataclass(kw_only=True)
@@ -84,6 +111,14 @@ class ParameterSearchSettings:
     upstream_hops: int = 2
     """Also search the parameters up to this many producing operations upstream of an attributed
     one (:func:`~toolkits.optimization.grouping.upstream_targets`; 0: only the op's own subgraph)."""
+    staged: bool = True
+    """Guided rounds search the attributed operations' own parameters first and the upstream ones
+    with the trials left once the own ones are flat (:mod:`toolkits.optimization.guidance`);
+    False: one study over every reached parameter (the behaviour before)."""
+    patience: int = 2
+    """A stage is flat after this many trials in a row that do not beat its best."""
+    warm_start: bool = True
+    """Each guided stage's study starts with the best point so far as a finished trial."""
     show_progress: bool = True
 
 
@@ -115,34 +150,41 @@ class ParameterRoundStep:
         summary: dict[str, Any] = {"objective": METRIC, "budget_tokens": s.budget, "guided": s.guided,
                                    "trajectory_indexes": ctx.trajectory_indexes}
         if s.guided:
-            searched, attribution_summary = self._attributed(ctx, top_k)
+            ranked, attribution_summary = self._attributed(ctx, top_k)
             summary.update(attribution_summary)
+            summary["ranked_parameters"] = [asdict(p) for p in ranked]
+            skipped = self._flat_last_round(ctx)
+            stages = plan_stages(ranked, skip=skipped) if s.staged else _one_stage([p.name for p in ranked])
+            summary["skipped_as_flat"] = sorted(skipped & {p.name for p in ranked}) if s.staged else []
         else:
-            searched = [t.field for t in layer_parameter_targets(self.registry, layer_type)]
-        summary["searched_parameters"] = searched
+            stages = _one_stage([t.field for t in layer_parameter_targets(self.registry, layer_type)])
+        summary["searched_parameters"] = [name for stage in stages for name in stage.parameters]
         current = self._point(bundle)
         incumbent = self._score(bundle)
         self.evaluations += 1
         summary["incumbent"] = {"params": current, **incumbent}
         trials: list[dict[str, Any]] = []
-        best_bundle = bundle
-        if searched:
-            specs = {name: parameter_spec(self.registry.get(name)) for name in searched}
-            search = ParameterSearch(
-                specs, storage_path=self.search_root / f"iteration_{ctx.k}.sqlite3", seed=s.seed + ctx.k,
-                n_startup_trials=s.n_startup_trials,
-            )
-            try:
-                outcome = search.run(lambda params: self._trial(bundle, params), s.trials_per_round,
-                                     show_progress=s.show_progress)
-            except SearchSpaceMismatch as exc:
-                raise RoundError(f"round {ctx.k}: {exc}") from None
-            trials = outcome.trials
-            self.evaluations += len(trials)
+        best_bundle, best_value, best_trial = bundle, incumbent["micro"], None
+        records = []
+        for stage in stages:
+            remaining = s.trials_per_round - len(trials)
+            if remaining <= 0:
+                break
+            run_stage = self._pattern_stage if stage.method == "pattern" else self._run_stage
+            outcome, record = run_stage(ctx, stage, best_bundle, best_value, remaining)
+            trials.extend({**t, "stage": stage.name, "point": json.loads(self._key(best_bundle, t["params"]))}
+                          for t in outcome.trials)
+            records.append(record)
             best = outcome.best
-            if best is not None and best["value"] > incumbent["micro"]:
-                best_bundle = bundle.with_updates(best["params"])
-            summary["best_trial"] = best
+            if best is not None and best["value"] > best_value:
+                best_bundle, best_value, best_trial = best_bundle.with_updates(best["params"]), best["value"], best
+        self.evaluations += len(trials)
+        summary["stages"] = records
+        summary["flat_parameters"] = sorted({n for r in records if r["ended"] in ("flat", "exhausted")
+                                             for n in r["parameters"]})
+        if trials:
+            summary["best_trial"] = best_trial or max(
+                (t for t in trials if t["state"] == "COMPLETE"), key=lambda t: t["value"], default=None)
         atomic_write_json(ctx.folder / TRIALS_FILENAME, trials)
         accepted = best_bundle is not bundle
         summary.update(
@@ -152,18 +194,137 @@ class ParameterRoundStep:
             accepted=accepted,
             updated_fields=sorted(k for k, v in self._point(best_bundle).items() if current.get(k) != v),
             next_params=self._point(best_bundle),
-            metrics={METRIC: (summary["best_trial"]["value"] if accepted else incumbent["micro"])},
+            metrics={METRIC: best_value},
         )
         return RoundOutput(next_bundle=best_bundle, summary=summary)
+
+    def _run_stage(self, ctx: RoundContext, stage: SearchStage, base: MemoryConfigBundle, start: float,
+                   n_trials: int) -> tuple[Any, dict[str, Any]]:
+        """One stage's study, from ``base`` (the best point so far, scored ``start``)."""
+        s = self.settings
+        specs = {name: parameter_spec(self.registry.get(name)) for name in stage.parameters}
+        single = stage.name == ALL_STAGE
+        # The unguided search keeps the study file and seed it always had (resumable as before).
+        path = self.search_root / (f"iteration_{ctx.k}.sqlite3" if single else f"iteration_{ctx.k}_{stage.name}.sqlite3")
+        seed = s.seed + ctx.k + (0 if stage.name in (ALL_STAGE, OWN_STAGE) else 7919)
+        warm = [({n: self._value(base, n) for n in specs}, start)] if s.warm_start and not single else []
+        search = ParameterSearch(specs, storage_path=path, seed=seed, n_startup_trials=s.n_startup_trials,
+                                 warm_start=warm)
+        size = space_size(specs)
+
+        def stop(outcome: Any) -> bool:
+            if not stage.stop_when_flat:
+                return False
+            if size is not None and len({json.dumps(t["params"], sort_keys=True) for t in outcome.trials}) >= size:
+                return True
+            return is_flat([t["value"] for t in outcome.trials], start, patience=s.patience)
+
+        try:
+            outcome = search.run(lambda params: self._trial(base, params), n_trials, show_progress=s.show_progress,
+                                 stop=stop)
+        except SearchSpaceMismatch as exc:
+            raise RoundError(f"round {ctx.k}: {exc}") from None
+        values = [t["value"] for t in outcome.trials]
+        ended = "budget"
+        if stage.stop_when_flat and len(outcome.trials) < n_trials:
+            ended = "exhausted" if not is_flat(values, start, patience=s.patience) else "flat"
+        return outcome, {"stage": stage.name, "parameters": list(stage.parameters), "trials": len(outcome.trials),
+                         "start": start, "best": outcome.best["value"] if outcome.best else None, "ended": ended,
+                         "warm_start": bool(warm)}
+
+    def _pattern_stage(self, ctx: RoundContext, stage: SearchStage, base: MemoryConfigBundle, start: float,
+                       n_trials: int) -> tuple[Any, dict[str, Any]]:
+        """Moves of one parameter at a time from ``base`` (see :func:`~toolkits.optimization.guidance.neighbours`).
+
+        Deterministic: the moves depend only on the scores. Scores are kept in
+        ``<search_root>/iteration_<k>_<stage>.json`` so a rerun replays them without rebuilding, and
+        points earlier rounds scored are not tried again.
+        """
+        from toolkits.optimization.statistics import improves
+
+        specs = {name: parameter_spec(self.registry.get(name)) for name in stage.parameters}
+        path = self.search_root / f"iteration_{ctx.k}_{stage.name}.json"
+        stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        tried = self._points_tried_before(ctx)
+        point = {n: self._value(base, n) for n in specs}
+        best_value, best_point = start, dict(point)
+        tried.add(self._key(base, point))  # the start point is scored already
+        outcome = SearchOutcome()
+        level, ended = 0, "budget"
+        while len(outcome.trials) < n_trials:
+            candidates = [{**best_point, n: v} for n in specs for v in neighbours(specs[n], best_point[n], level)]
+            fresh = [c for c in candidates if self._key(base, c) not in tried]
+            if not fresh:  # every move of this size from the best point was scored: finer steps
+                if level >= MAX_PATTERN_LEVEL:
+                    ended = "exhausted"
+                    break
+                level += 1
+                continue
+            candidate = fresh[0]
+            key = self._key(base, candidate)
+            tried.add(key)
+            entry = stored.get(key) or self._pattern_trial(base, candidate, len(outcome.trials))
+            entry["number"] = len(outcome.trials)
+            stored[key] = entry
+            atomic_write_json(path, stored)
+            outcome.trials.append(entry)
+            if entry["state"] == "COMPLETE" and improves(best_value, entry["value"]):
+                best_value, best_point = entry["value"], candidate
+        return outcome, {"stage": stage.name, "method": "pattern", "parameters": list(stage.parameters),
+                         "trials": len(outcome.trials), "start": start,
+                         "best": outcome.best["value"] if outcome.best else None, "ended": ended, "warm_start": True}
+
+    def _pattern_trial(self, base: MemoryConfigBundle, params: dict[str, Any], number: int) -> dict[str, Any]:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"number": number, "params": params}
+        try:
+            value, extra = self._trial(base, params)
+        except InfeasibleConfig as exc:
+            entry.update(state="FAIL", value=None, error=str(exc))
+        else:
+            entry.update(state="COMPLETE", value=value, **extra)
+        entry["seconds"] = time.perf_counter() - started
+        return entry
+
+    def _key(self, base: MemoryConfigBundle, params: dict[str, Any]) -> str:
+        """The whole point a trial scores (the stage's parameters on top of ``base``)."""
+        return json.dumps({**self._point(base), **params}, sort_keys=True)
+
+    def _points_tried_before(self, ctx: RoundContext) -> set[str]:
+        tried: set[str] = set()
+        for k in range(1, ctx.k):
+            folder = ctx.folder.parent / f"iteration_{k}"
+            summary_path, trials_path = folder / SUMMARY_FILENAME, folder / TRIALS_FILENAME
+            if not (summary_path.is_file() and trials_path.is_file()):
+                continue
+            base = json.loads(summary_path.read_text(encoding="utf-8")).get("incumbent", {}).get("params", {})
+            tried.add(json.dumps(base, sort_keys=True))
+            for trial in json.loads(trials_path.read_text(encoding="utf-8")):
+                if "point" in trial:
+                    tried.add(json.dumps(trial["point"], sort_keys=True))
+        return tried
+
+    def _flat_last_round(self, ctx: RoundContext) -> set[str]:
+        """Own parameters the previous round found flat, when it changed no construction setting.
+
+        Searching them again at the same construction would spend trials on a known plateau;
+        after a construction change the memory is another one, and they are searched again.
+        """
+        previous = ctx.folder.parent / f"iteration_{ctx.k - 1}" / SUMMARY_FILENAME
+        if ctx.k < 2 or not previous.is_file():
+            return set()
+        summary = json.loads(previous.read_text(encoding="utf-8"))
+        rebuilt = any(parameter_spec(self.registry.get(name)).scope != "search"
+                      for name in summary.get("updated_fields", []) if name in self.registry)
+        return set() if rebuilt else set(summary.get("flat_parameters", []))
 
     # -- scoring --------------------------------------------------------------------------------
     def _point(self, bundle: MemoryConfigBundle) -> dict[str, Any]:
         """The current value of every parameter of the layer."""
-        out = {}
-        for target in layer_parameter_targets(self.registry, bundle.backend):
-            out[target.field] = (bundle.top_k or self.settings.default_top_k) if target.field == "top_k" \
-                else bundle.get(target.field)
-        return out
+        return {t.field: self._value(bundle, t.field) for t in layer_parameter_targets(self.registry, bundle.backend)}
+
+    def _value(self, bundle: MemoryConfigBundle, name: str) -> Any:
+        return (bundle.top_k or self.settings.default_top_k) if name == "top_k" else bundle.get(name)
 
     def _score(self, bundle: MemoryConfigBundle) -> dict[str, Any]:
         result = self.objective.evaluate(bundle.layer_fields(), bundle.top_k or self.settings.default_top_k)
@@ -180,7 +341,7 @@ class ParameterRoundStep:
         return scored["micro"], {"macro": scored["macro"]}
 
     # -- attribution ----------------------------------------------------------------------------
-    def _attributed(self, ctx: RoundContext, top_k: int) -> tuple[list[str], dict[str, Any]]:
+    def _attributed(self, ctx: RoundContext, top_k: int) -> tuple[list[RankedParameter], dict[str, Any]]:
         from membase.clients.fake import FunctionChatModel
         from toolkits.optimization.grouping import group_attributions
         from toolkits.optimization.pipeline import PipelineSettings, run_pipeline
@@ -214,6 +375,7 @@ class ParameterRoundStep:
         atomic_write_json(ctx.folder / GROUPED_FILENAME, {user: g.as_json() for user, g in zip(sorted(by_user), groups,
                                                                                                 strict=True)})
         counts = attributed_parameters(groups, self.registry, bundle.backend)
+        ranked = rank_parameters(groups, [t.field for t in layer_parameter_targets(self.registry, bundle.backend)])
         by_type: dict[str, int] = {}
         by_op: dict[str, int] = {}
         for attribution in attributions:
@@ -235,7 +397,7 @@ class ParameterRoundStep:
             "num_unoptimizable_errors": sum(len(g.unoptimizable) for g in groups),
             "prompt_targets_not_searched": prompt_fields,
         }
-        return list(counts), summary
+        return ranked, summary
 
     def _failed_cases(self, run: Any, scored: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[str, bool]]:
         from membase.runners._common import read_graph

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,8 @@ class ParameterSearch:
         study_name: name of the study in the file.
         n_startup_trials: random trials before TPE models the history (part of the study's
             identity, like the space and the seed).
+        warm_start: ``(params, value)`` points already scored (the incumbent), added to a new
+            study as finished trials that are not counted as its trials (:meth:`_add_warm_start`).
     """
 
     def __init__(
@@ -183,6 +185,7 @@ class ParameterSearch:
         seed: int = 0,
         study_name: str = "parameter_search",
         n_startup_trials: int = 8,
+        warm_start: Sequence[tuple[Mapping[str, Any], float]] = (),
     ) -> None:
         if not parameters:
             raise ValueError("a parameter search needs at least one parameter")
@@ -192,6 +195,7 @@ class ParameterSearch:
         self.seed = seed
         self.study_name = study_name
         self.n_startup_trials = n_startup_trials
+        self.warm_start = [(dict(params), float(value)) for params, value in warm_start]
         self._study: Any = None
 
     # -- study ------------------------------------------------------------------------------------
@@ -222,6 +226,7 @@ class ParameterSearch:
         stored = study.user_attrs.get("space")
         if stored is None:
             study.set_user_attr("space", identity)
+            self._add_warm_start(study)
         elif stored != identity:
             raise SearchSpaceMismatch(
                 f"the study in {str(self.storage_path)!r} searched another space, seed or startup count; remove the file or "
@@ -229,6 +234,24 @@ class ParameterSearch:
             )
         self._study = study
         return study
+
+    def _add_warm_start(self, study: Any) -> None:
+        """Points already scored elsewhere (the incumbent) go into a new study as finished trials.
+
+        TPE then models them from the first trial: a stage that starts from a good point searches
+        around it instead of sampling blind. They are marked ``warm_start``, are not counted as
+        the search's trials and never become its best. A parameter whose value lies outside its
+        distribution (``max_tokens`` null) is left out of that trial.
+        """
+        from optuna.trial import create_trial
+
+        for params, value in self.warm_start:
+            inside = {n: v for n, v in params.items()
+                      if n in self.distributions and self.parameters[n].contains(v)}
+            if not inside:
+                continue
+            study.add_trial(create_trial(params=inside, distributions={n: self.distributions[n] for n in inside},
+                                         value=value, user_attrs={"warm_start": True}))
 
     def _sampler(self, number: int) -> Any:
         import optuna
@@ -242,7 +265,7 @@ class ParameterSearch:
 
         outcome = SearchOutcome()
         for t in self.study().get_trials(deepcopy=False):
-            if t.state == TrialState.RUNNING or t.state == TrialState.WAITING:
+            if t.state == TrialState.RUNNING or t.state == TrialState.WAITING or t.user_attrs.get("warm_start"):
                 continue
             entry: dict[str, Any] = {
                 "number": t.number, "params": dict(t.params), "state": t.state.name,
@@ -265,6 +288,7 @@ class ParameterSearch:
         *,
         on_trial: Callable[[dict[str, Any]], None] | None = None,
         show_progress: bool = False,
+        stop: Callable[[SearchOutcome], bool] | None = None,
     ) -> SearchOutcome:
         """Run the study until it holds ``n_trials`` finished trials.
 
@@ -275,12 +299,19 @@ class ParameterSearch:
             n_trials: finished trials wanted in total (earlier runs' trials count).
             on_trial: called with each newly finished trial's entry.
             show_progress: a progress bar over the trials.
+            stop: called with the finished trials before each new one; True ends the search
+                early (a resumed search asks it too, so it stops where the first run did).
         """
         from optuna.trial import TrialState
         from tqdm.auto import tqdm
 
         study = self.study()
-        finished = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
+
+        def finished_trials() -> list[Any]:
+            return [t for t in study.get_trials(deepcopy=False)
+                    if t.state in (TrialState.COMPLETE, TrialState.FAIL) and not t.user_attrs.get("warm_start")]
+
+        finished = finished_trials()
         with tqdm(total=n_trials, initial=min(len(finished), n_trials), desc="parameter search", unit="trial",
                   disable=not show_progress) as bar:
             # A trial interrupted during its evaluation is evaluated again with its stored parameters.
@@ -291,8 +322,7 @@ class ParameterSearch:
                 finished.append(t)
                 bar.update(1)
             while True:
-                done = sum(1 for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL))
-                if done >= n_trials:
+                if len(finished_trials()) >= n_trials or (stop is not None and stop(self.trials())):
                     break
                 number = len(study.get_trials(deepcopy=False))
                 study.sampler = self._sampler(number)
