@@ -88,3 +88,18 @@ def test_a_when_question_follows_the_message_whose_relative_time_points_to_the_g
     # a golden answer that is no date leaves the choice to the question's words
     other = case_factory(ids["query"], "in spring", [], question="When did Wanda plant the apricot tree?")
     assert attribute_case_evidence_flow(toy.export(), other, [wish], evidence_is_pseudo=True)["evidence"]["seeds"] == [wish]
+
+
+def test_an_uncertain_seed_is_named_in_the_hint_for_an_llm_strategy(toy, case_factory):
+    # an agent seeded with the flow's verdict would otherwise build on a start that may be wrong
+    from toolkits.evidence_flow import evidence_flow_seed
+
+    msg, unit = _turn(toy, "U1:D1:1", "We finally planted the apricot tree yesterday.", "Wanda planted an apricot tree",
+                      "Wanda")
+    ids = toy.ask("q1", "When did Wanda plant the apricot tree?", [unit])
+    case = case_factory(ids["query"], "in spring", [], question="When did Wanda plant the apricot tree?")
+    uncertain = attribute_case_evidence_flow(toy.export(), case, [msg], evidence_is_pseudo=True)
+    assert uncertain["evidence"]["seed_uncertain"]
+    assert "The message it started from is itself uncertain (no message states" in evidence_flow_seed(uncertain)["hint"]
+    sure = attribute_case_evidence_flow(toy.export(), case, [msg])
+    assert "itself uncertain" not in evidence_flow_seed(sure)["hint"]

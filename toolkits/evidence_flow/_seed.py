@@ -18,7 +18,9 @@ def evidence_flow_seed(result: dict[str, Any], *, max_nodes: int = 8) -> dict[st
         ``{"frontier": [full node ids], "hint": str}``: the frontier lists the nodes of the
         trail's last steps (where the information was last seen and first missed), newest
         last; the hint states the suspected op and type as something to *verify*, not a
-        verdict. For ``evidence_absent`` the frontier is empty and the hint says so.
+        verdict. For ``evidence_absent`` the frontier is empty and the hint says so. When the
+        starting message itself was uncertain (``evidence.seed_uncertain``), the hint says why, so
+        that the agent checks it before building on it.
     """
     trail = result.get("trail") or []
     frontier: list[str] = []
@@ -43,4 +45,8 @@ def evidence_flow_seed(result: dict[str, Any], *, max_nodes: int = 8) -> dict[st
     hint = (f"{lead} {error_type} at op {op_id}. "
             f"Its evidence: {result.get('reason', '')} Verify this by inspecting the op and the "
             "ops before it; word matching can miss paraphrases, so do not accept it unchecked.")
+    evidence = result.get("evidence") or {}
+    if evidence.get("seed_uncertain"):
+        hint += (f" The message it started from is itself uncertain ({evidence.get('seed_uncertain_because')}): "
+                 "first check that it is the message that told the answer.")
     return {"frontier": frontier, "hint": hint}
