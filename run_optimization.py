@@ -123,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "write <dir>/seeds_summary.json (mean and sd of before, after and difference)")
     ours.add_argument("--workers", type=_positive_int, default=1,
                       help="conversations built, searched and answered at the same time in worker processes, in "
-                      "every run of several conversations (final evaluation, validation gate); outputs are the "
-                      "same as with 1 (default: %(default)s; see docs/optimization.md)")
+                      "every run of several conversations (final evaluation, validation gate, GEPA minibatches); "
+                      "outputs are the same as with 1 (default: %(default)s; see docs/optimization.md)")
     ours.add_argument("--max-sessions", type=_positive_int, default=None,
                       help="cut every conversation to its first N sessions (questions whose evidence lies later are "
                       "dropped); for cheap runs")

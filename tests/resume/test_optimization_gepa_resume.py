@@ -4,7 +4,8 @@ GEPA's own state (``gepa/run/gepa_state.bin``) holds the pool and the budget spe
 (``gepa/evaluation_cache.jsonl``) holds every memory-system run, so the rerun builds no
 conversation again for a candidate it was built for, takes the seed candidate from
 ``seed_candidate.json`` instead of a second seed run, and ends with the result of the
-uninterrupted run. Long-Context layer, scripted ``py:`` QA/judge models and a scripted reflection
+uninterrupted (serial) run although the rerun builds two conversations at once in worker
+processes (``--workers 2``). Long-Context layer, scripted ``py:`` QA/judge models and a scripted reflection
 model that proposes a QA template under which the scripted QA model answers better.
 """
 
@@ -69,8 +70,11 @@ def test_a_gepa_run_killed_mid_iteration_resumes_without_rebuilding_and_ends_as_
     assert len(journaled) == 3
     seed_run = (out / "gepa" / "seed_run" / "construction_report.json").read_bytes()
 
-    assert run_optimization.main(argv) == 0
+    # the rerun with two workers: 0004 is the killed run, 0005 its redo; the proposal's minibatch (both
+    # conversations) is then built in one fanned-out run
+    assert run_optimization.main([*argv, "--workers", "2"]) == 0
     assert "resuming GEPA in" in capsys.readouterr().err
+    assert [p.name for p in (out / "gepa" / "runs").glob("*-conversations-*")] == ["0006-conversations-1-0"]
     keys = _journal_keys(out)
     assert keys[:3] == journaled and len(keys) == len(set(keys))  # nothing journaled was run again
     assert sorted(keys) == sorted(_journal_keys(reference))

@@ -11,8 +11,11 @@ a minibatch, and merges candidates. All of that comes from the library; this mod
 * **evaluate**: run the memory system with the candidate's bundle on a minibatch of training
   conversations (one data instance = one conversation; its score = its mean ``llm_judge``); with
   traces, attribute the failures (:class:`toolkits.runner.MemTraceRunner`) and group them by
-  target (:func:`toolkits.optimization.grouping.group_attributions`). A candidate whose component
-  breaks its target's contract scores 0 without running;
+  target (:func:`toolkits.optimization.grouping.group_attributions`). With ``workers`` > 1 in the
+  settings the minibatch's conversations not yet run for the candidate are built together in
+  worker processes (one run folder ``runs/<n>-conversations-<i>-<j>``), each scored and attributed
+  as a run of its own would be. A candidate whose component breaks its target's contract scores 0
+  without running;
 * **the reflective dataset** of a component: the attributions grouped onto it (question, answer,
   gold, error type, blamed operation, reason, and the replay verdict when an attribution has one);
 * **the component selector**: the component with the most attributed failures on the minibatch
@@ -81,6 +84,15 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _last_run_number(name: str) -> int:
+    """``0003-conversation-1`` → 3; ``0003-conversations-1-0`` (two conversations run together) → 4."""
+    number, _, rest = name.partition("-")
+    if not number.isdigit():
+        return 0
+    count = len(rest.split("-")) - 1 if rest.startswith("conversations-") else 1
+    return int(number) + count - 1
+
+
 def resumable_gepa_run(root: Path) -> int | None:
     """The memory-system runs journaled by an earlier GEPA run in ``root`` (0 when only GEPA's state
     is there), or None when it holds neither (nothing to resume)."""
@@ -125,9 +137,7 @@ class MemoryGEPAAdapter:
                 continue  # not a line this module wrote: that run is made again
         self.reused = len(self._cache)
         runs = self.folder / "runs"
-        numbers = [int(p.name.split("-", 1)[0]) for p in runs.iterdir() if p.name.split("-", 1)[0].isdigit()] \
-            if runs.is_dir() else []
-        self._runs = max(numbers, default=0)
+        self._runs = max((_last_run_number(p.name) for p in runs.iterdir()), default=0) if runs.is_dir() else 0
 
     # -- candidate <-> bundle -----------------------------------------------------------------------
     def bundle_for(self, candidate: Mapping[str, str]) -> tuple[MemoryConfigBundle | None, list[str]]:
@@ -160,6 +170,8 @@ class MemoryGEPAAdapter:
         from gepa import EvaluationBatch
 
         bundle, problems = self.bundle_for(candidate)
+        if bundle is not None and self.settings.workers > 1:
+            self._run_together(bundle, batch, capture_traces)
         outputs, scores, trajectories = [], [], []
         for index in batch:
             if bundle is None:
@@ -186,13 +198,44 @@ class MemoryGEPAAdapter:
             result = run_pipeline(bundle, select(self.dataset, [index]), folder,
                                   replace(self.settings, tracing=traced, show_progress=False), start_idx=0, end_idx=1)
             score = float(result.metrics.get(self.metric, 0.0))
-            trace: dict[str, Any] = {"conversation": index, "score": score, "by_field": {}}
-            if traced and result.graph_paths:
-                trace.update(self._attributed(next(iter(result.graph_paths.values()))))
-            self._cache[key] = (score, trace)
-            _append_jsonl(self.folder / _EVALUATION_JOURNAL, {
-                "digest": key[0], "conversation": index, "traced": traced, "score": score, "trace": trace})
+            self._record(key, score, next(iter(result.graph_paths.values()), None) if traced else None)
         return self._cache[key]
+
+    def _record(self, key: tuple[str, int, bool], score: float, graph_path: Path | None) -> None:
+        trace: dict[str, Any] = {"conversation": key[1], "score": score, "by_field": {}}
+        if graph_path is not None:
+            trace.update(self._attributed(graph_path))
+        self._cache[key] = (score, trace)
+        _append_jsonl(self.folder / _EVALUATION_JOURNAL, {
+            "digest": key[0], "conversation": key[1], "traced": key[2], "score": score, "trace": trace})
+
+    def _run_together(self, bundle: MemoryConfigBundle, batch: Sequence[int], traced: bool) -> None:
+        """The conversations of ``batch`` not run yet for ``bundle``, in one run on the settings' worker
+        processes; each conversation's score and attributions are recorded as a run of its own would be."""
+        from toolkits.optimization.pipeline import PipelineError, per_question
+        from toolkits.optimization.sampling import select
+
+        digest = bundle.digest()
+        pending = list(dict.fromkeys(i for i in batch if (digest, i, traced) not in self._cache))
+        if len(pending) < 2:
+            return  # one conversation: _run, in this process
+        folder = self.folder / "runs" / f"{self._runs + 1:04d}-conversations-{'-'.join(map(str, pending))}"
+        self._runs += len(pending)
+        result = run_pipeline(bundle, select(self.dataset, pending), folder,
+                              replace(self.settings, tracing=traced, show_progress=False),
+                              start_idx=0, end_idx=len(pending))
+        failed = result.reports["construction"].get("users_failed") or {}
+        if failed:  # as a run of that conversation alone would
+            user, reason = next(iter(failed.items()))
+            raise PipelineError(f"no memory could be built for {user} ({reason}); see {folder}")
+        by_user: dict[str, list[float]] = {}
+        for entry in per_question(result.outputs, [self.metric]).values():
+            by_user.setdefault(str(entry["user_id"]), []).append(entry[self.metric])
+        for index in pending:
+            user = self.dataset.trajectories[index].id
+            values = by_user.get(user, [])
+            score = sum(values) / len(values) if values else 0.0
+            self._record((digest, index, traced), score, result.graph_paths.get(user) if traced else None)
 
     def _attributed(self, graph_path: Path) -> dict[str, Any]:
         from smartcomment.runtime.network import ExecNetwork
