@@ -51,7 +51,8 @@ def persona():
         _user("Can you draft the first three days of my coastal walk now?", is_query=True, query_id="Q-0001",
               topic="Travel", category_name="Dynamic Incremental", session_type="single_session"),
         _assistant(
-            "Day one: Cascais to Guincho, staying at a family-run guesthouse, short stage for your knee.",
+            # the reply does not restate where the user stays: at the end no memory unit holds that point
+            "Day one: Cascais to Guincho, a short stage for your knee.",
             memory_used=[
                 {"session_uuid": "a1", "content": "【Trip Plan】 User stays only in small family-run guesthouses."},
                 {"session_uuid": "b2", "content": points2[0]["content"]},
