@@ -88,3 +88,32 @@ def test_two_workers_equal_the_serial_run_and_resume_after_a_kill(tmp_path, loco
     assert mine.keys() == reference.keys()
     for name, content in mine.items():
         assert content == reference[name], name
+
+
+def test_a_model_that_workers_cannot_rebuild_is_refused_before_anything_is_built(tmp_path):
+    from membase.clients.fake import FunctionChatModel
+    from membase.types import MemoryDataset, Message, Session, Trajectory
+    from toolkits.optimization.bundle import MemoryConfigBundle
+    from toolkits.optimization.pipeline import (
+        PipelineError,
+        PipelineSettings,
+        _check_portable,
+        chat_model_from_spec,
+        run_pipeline,
+    )
+
+    def trajectory(name: str) -> Trajectory:
+        message = Message(id=f"{name}:1", role="user", name="Ada", content="The kettle is blue.",
+                          timestamp="2024-01-01T10:00:00")
+        return Trajectory(id=name, sessions=[Session(id=f"{name}:s1", messages=[message])])
+
+    dataset = MemoryDataset(name="tiny", trajectories=[trajectory("u1"), trajectory("u2")], qa_pair_lists=[[], []])
+    bundle = MemoryConfigBundle.from_layer_config({"layer_type": "Long-Context"})
+    judge = chat_model_from_spec('fake:{"label": "WRONG"}')
+    local = FunctionChatModel(lambda _messages, **_kw: "blue", model="a lambda")
+    settings = PipelineSettings(top_k=3, qa_model=local, judge_model=judge, workers=2, show_progress=False)
+    with pytest.raises(PipelineError, match=r"--workers 2: the qa model 'a lambda' cannot be sent to worker processes"):
+        run_pipeline(bundle, dataset, tmp_path / "run", settings)
+    assert not (tmp_path / "run").exists()
+    portable = PipelineSettings(top_k=3, qa_model=chat_model_from_spec("fake:blue"), judge_model=judge, workers=2)
+    _check_portable(portable)  # fake: and py: specs travel

@@ -5,6 +5,12 @@ trajectory of a dataset, into one folder: memories under ``<folder>/<user_id>/``
 ``<folder>/traced_data/<user_id>/graph_{construction,search,evaluation}.json``, the search
 results ``<folder>/<top_k>_<start>_<end>.json`` and their ``…_evaluation.json``, the runners'
 reports, and the token-cost files ``memory_construction_token_cost_<user_id>.json``.
+
+With ``PipelineSettings.workers`` > 1 the conversations are built, searched and answered in that
+many worker processes (membase's fan-out, :mod:`membase.runners._executors`); the files are the
+same as a one-process run writes. The QA and judge models travel as recipes
+(:func:`membase.runners._portable_models.model_recipe`); one that cannot is refused before
+anything is built.
 """
 
 from __future__ import annotations
@@ -181,8 +187,30 @@ def run_pipeline(
     from membase.runners._executors import FanOut, shared_workers
 
     plan = FanOut(workers=max(1, min(settings.workers, len(dataset.trajectories))))  # one conversation: inline
+    if not plan.inline:
+        _check_portable(settings)
     with shared_workers(plan):  # the three stages start their worker processes once
         return _run_stages(bundle, dataset, Path(folder), settings, plan, start_idx=start_idx, end_idx=end_idx)
+
+
+def _check_portable(settings: PipelineSettings) -> None:
+    """Refuse models and a context builder that worker processes cannot rebuild (before any work)."""
+    import pickle
+
+    from membase.exceptions import ConfigError
+    from membase.runners._portable_models import model_recipe
+
+    try:
+        model_recipe(settings.qa_model, role="qa model", needs_pickle=True)
+        if settings.judge_model is not None:
+            model_recipe(settings.judge_model, role="judge model", needs_pickle=True)
+        if settings.context_builder is not None:
+            pickle.dumps(settings.context_builder)
+    except ConfigError as exc:
+        raise PipelineError(f"--workers {settings.workers}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - pickle raises several types
+        raise PipelineError(f"--workers {settings.workers}: the context builder cannot be sent to worker processes "
+                            f"({exc}); use a module-level one, or run with one worker") from None
 
 
 def _run_stages(bundle: MemoryConfigBundle, dataset: Any, folder: Path, settings: PipelineSettings, plan: Any, *,
