@@ -76,7 +76,8 @@ def test_a_when_question_follows_the_message_whose_relative_time_points_to_the_g
     # sent, read with its relative time, says which one the golden date came from.
     wish = _dated_message(toy, "U1:D1:1", "I want to plant an apricot tree in the garden someday.", "2023-03-01T10:00:00")
     _dated_message(toy, "U1:D1:2", "My neighbour lent me his ladder for the gutters.", "2023-03-01T10:05:00")
-    done = _dated_message(toy, "U1:D2:1", "The apricot tree finally went into the ground yesterday!",
+    # a number beside the relative time ("yesterday, 3 friends") is read apart from it
+    done = _dated_message(toy, "U1:D2:1", "The apricot tree finally went into the ground yesterday, 3 friends helped!",
                           "2023-03-13T18:30:00")
     _dated_message(toy, "U1:D2:2", "Next I am painting the fence green.", "2023-03-13T18:35:00")
     ids = toy.ask("q1", "When did Wanda plant the apricot tree?", [])

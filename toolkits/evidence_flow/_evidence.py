@@ -284,9 +284,14 @@ def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golde
             and _question_score(view, m, about) >= (1e-9 if m.full_node_id in retrieved else _MIN_SEARCHED_SCORE)]
     for score, candidate in _rank(view, near, about, retrieved):
         day = _sent_on(view, candidate)
-        if day is not None and resolves_relative_time(message_text(candidate.value), golden, day):
+        # clause by clause: a number next to a relative time ("yesterday, 6 students") is no part of it
+        if day is not None and any(resolves_relative_time(part, golden, day)
+                                   for part in _CLAUSE_END.split(message_text(candidate.value)) if part.strip()):
             return score, candidate
     return None
+
+
+_CLAUSE_END = re.compile(r"[,;:.!?\n]+")
 
 
 def _sent_on(view: GraphView, node: NodeRec) -> date | None:
