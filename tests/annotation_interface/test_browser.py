@@ -21,6 +21,7 @@ from .conftest import split_file
 pytest.importorskip("websockets", reason="the websockets package (a streamlit dependency) is missing")
 CHROMIUM = find_chromium()
 pytestmark = [
+    pytest.mark.slow,  # starts Streamlit and a real Chromium
     pytest.mark.integration,
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash scripts/install_chromium.sh)"),
 ]

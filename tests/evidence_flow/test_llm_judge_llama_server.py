@@ -19,7 +19,8 @@ from tests._llama_server import llama_server as start_llama_server
 from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.evidence_flow.judges import LLMJudgeFactory
 
-pytestmark = pytest.mark.integration
+# slow: starts a real llama.cpp server for the LLM judge (minutes on 2 cores)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

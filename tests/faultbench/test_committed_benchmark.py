@@ -75,6 +75,7 @@ def test_evidence_flow_recovers_most_labels(loaded):
     assert hits["type"] / hits["cases"] >= 0.95 and hits["op"] / hits["cases"] >= 0.95, hits
 
 
+@pytest.mark.slow
 def test_scrambled_gold_labels_change_no_prediction(loaded):
     """Label independence: the attributor reads the question, answers and evidence, never the labels."""
     graphs, cases = loaded
@@ -90,6 +91,7 @@ def test_scrambled_gold_labels_change_no_prediction(loaded):
             assert attribute_case_evidence_flow(graph, scrambled, *args, evidence_is_pseudo=pseudo) == expected
 
 
+@pytest.mark.slow
 def test_a_loaded_graph_and_its_export_give_the_same_attribution(loaded):
     """The attributor reads an ``ExecNetwork``'s records directly and an export dict by key; both
     paths must index the same graph the same way (trails name nodes, ops, versions and times)."""

@@ -13,6 +13,9 @@ from toolkits.evidence_flow import attribute_case_evidence_flow
 from toolkits.faultbench import BuildConfig, build_faultbench, split_specs
 from toolkits.faultbench.__main__ import main
 
+# slow: builds fault-injection benchmarks through the real layers
+pytestmark = pytest.mark.slow
+
 CONVERSATIONS = (1, 3)
 
 

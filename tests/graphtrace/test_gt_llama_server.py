@@ -20,7 +20,8 @@ from membase.clients import build_openai_chat_model
 from tests._llama_server import llama_server as start_llama_server
 from toolkits.bench_utils import FailedQueryCase
 
-pytestmark = pytest.mark.integration
+# slow: starts a real llama.cpp server and runs the agent loop against it (minutes on 2 cores)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 QUERY = "query:locomo-qa-1-2@1"
 EVIDENCE = "U1:D2:2@1"

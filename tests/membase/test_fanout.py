@@ -78,6 +78,7 @@ def test_a_failing_trajectory_is_recorded_and_the_others_finish(inputs, tmp_path
     assert report["users_done"] == ["locomo-1", "locomo-3", "locomo-4"]  # input order, all finished
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_the_trajectories_already_built(inputs, tmp_path, capsys):
     assert _membase("construct", inputs, tmp_path / "out", "--workers", "2") == 0
     assert _summary(capsys)["users_done"] == len(USERS)
@@ -99,6 +100,7 @@ def _refuse_three(value: int) -> int:
     return value
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_fails_only_its_task():
     results = dict(fan_out(_tenfold_or_die, [(v,) for v in range(5)], FanOut(workers=2)))
     assert {k: v for k, v in results.items() if k != 2} == {0: 0, 1: 10, 3: 30, 4: 40}
@@ -122,6 +124,7 @@ def _pid(_value: int) -> int:
     return os.getpid()
 
 
+@pytest.mark.slow
 def test_the_stages_of_a_run_share_their_worker_processes_and_a_crash_replaces_them():
     with shared_workers(FanOut(workers=2)):
         first = {pid for _, pid in fan_out(_pid, [(v,) for v in range(6)], FanOut(workers=2))}

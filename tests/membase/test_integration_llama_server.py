@@ -17,7 +17,8 @@ from membase.exceptions import ModelUnreachableError
 from tests._llama_server import MODEL_ALIAS as MODEL
 from tests._llama_server import llama_server as start_llama_server
 
-pytestmark = pytest.mark.integration
+# slow: starts a real llama.cpp server (tens of seconds per test)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):

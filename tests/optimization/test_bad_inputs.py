@@ -105,6 +105,7 @@ def test_a_round_whose_summary_is_damaged_is_not_complete(tmp_path, damage):
     assert IterationStore(tmp_path).last_complete() is None
 
 
+@pytest.mark.slow
 def test_a_truncated_summary_of_the_last_round_is_rerun_and_the_final_evaluation_rebuilt(tmp_path, capsys, locomo_file):
     out = tmp_path / "o"
     argv = _argv(out, locomo_file, sample_size="2", evaluate="5")

@@ -56,6 +56,7 @@ def _json(path):
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_every_documented_file_is_written(full_run):
     assert (full_run / "sampled_dataset.json").is_file() and (full_run / "final_evaluation.json").is_file()
     sample = _json(full_run / "sampled_dataset.json")
@@ -164,6 +165,7 @@ sys.exit(run_optimization.main(sys.argv[2:], optimizer_model_factory=factory))
 """
 
 
+@pytest.mark.slow
 def test_killed_in_round_two_resumes_at_round_two_with_round_one_history(tmp_path, locomo_file, capsys):
     out = tmp_path / "run"
     out.mkdir()

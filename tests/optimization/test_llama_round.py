@@ -20,7 +20,8 @@ from membase.clients.guard import allow_model_requests  # noqa: E402
 from tests._llama_server import MODEL_ALIAS  # noqa: E402
 from tests._llama_server import llama_server as start_llama_server  # noqa: E402
 
-pytestmark = pytest.mark.integration
+# slow: a whole optimization round against a real llama.cpp server (minutes)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 
