@@ -17,6 +17,9 @@ import pytest
 import run_error_attribution
 from tests.evidence_flow.independent.build import build_benchmark, score
 
+# slow: builds the independent benchmark (120 graphs through four emulated layers; minutes on 2 cores)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def bench(locomo_path, tmp_path_factory):

@@ -32,6 +32,7 @@ def _records(path):
             for r in json.loads(path.read_text())["results"]]
 
 
+@pytest.mark.slow
 def test_worker_processes_attribute_like_one_process(run_folder, tmp_path, monkeypatch):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     assert run_error_attribution.main([str(run_folder), "--output-path", str(one), *ATTRIBUTION]) == 0
@@ -52,6 +53,7 @@ def test_worker_processes_attribute_like_one_process(run_folder, tmp_path, monke
     assert json.loads((tmp_path / "again.json").read_text())["metrics"]["cost_totals"]["cached_cases"] == 4
 
 
+@pytest.mark.slow
 def test_a_task_whose_worker_died_fails_its_cases_and_the_rest_finish(run_folder, tmp_path, monkeypatch):
     import toolkits._fanout as fanout
 
