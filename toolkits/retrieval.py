@@ -123,7 +123,7 @@ TextMode = Literal["raw", "fields", "content", "speaker_content"]
 
 
 def message_text(value: str, mode: TextMode = "speaker_content") -> str:
-    """The text of a message node used for retrieval.
+    r"""The text of a message node used for retrieval.
 
     Message values are JSON objects ``{content, name, role, timestamp}`` (spec-tracer §4.6).
 

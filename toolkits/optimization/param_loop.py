@@ -144,6 +144,10 @@ class ParameterRoundStep:
     """Objective evaluations (incumbents and trials) run by this step so far."""
 
     def __call__(self, ctx: RoundContext) -> RoundOutput:
+        """Search the round's parameters from the incumbent (attribution-ranked stages when guided).
+
+        Returns the best configuration found and the round's summary.
+        """
         bundle, s = ctx.bundle, self.settings
         layer_type = bundle.backend
         top_k = bundle.top_k or s.default_top_k
