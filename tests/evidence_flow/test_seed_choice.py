@@ -104,3 +104,20 @@ def test_an_uncertain_seed_is_named_in_the_hint_for_an_llm_strategy(toy, case_fa
     assert "The message it started from is itself uncertain (no message states" in evidence_flow_seed(uncertain)["hint"]
     sure = attribute_case_evidence_flow(toy.export(), case, [msg])
     assert "itself uncertain" not in evidence_flow_seed(sure)["hint"]
+
+
+def test_a_when_question_follows_the_message_that_names_the_golden_date_without_its_year(toy, case_factory):
+    # The reason: "on 14 July", said in May 2024, is 14 July 2024, yet it lacks a word of the golden
+    # answer ("2024"), so it does not state it word for word; a message that shares more of the
+    # question's words but names no date must not win over it.
+    planned = _dated_message(toy, "U1:D1:1", "Our pottery stall at the harbour market starts on 14 July!",
+                             "2024-05-20T09:00:00")
+    _dated_message(toy, "U1:D1:2", "My cousin is visiting from Lisbon next month.", "2024-05-20T09:05:00")
+    chores = _dated_message(toy, "U1:D2:1", "I still need to glaze forty mugs before the pottery stall opens.",
+                            "2024-06-02T17:00:00")
+    _dated_message(toy, "U1:D2:2", "The kiln repair cost more than I hoped.", "2024-06-02T17:05:00")
+    question = "When does Wanda's pottery stall open?"
+    ids = toy.ask("q1", question, [])
+    case = case_factory(ids["query"], "14 July 2024", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [chores, planned], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [planned] and result["evidence"]["mode"] == "evidence"

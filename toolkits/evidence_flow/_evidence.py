@@ -258,40 +258,44 @@ def choose_evidence(
                           notes=notes, unresolved=unresolved)
 
 
-#: How many days before the golden date a message that points to it may be sent ("three weeks ago" is
-#: as far as a relative time of a conversation reaches back with a day's precision), and after it.
-_DATED_REACH = (-3, 45)
+#: How many of the messages that match a when-question best are read for their dates (reading a
+#: message's times is slow; one that matches the question this poorly is no seed anyway).
+_DATED_CANDIDATES = 8
+_CLAUSE_END = re.compile(r"[,;:.!?\n]+")
 
 
 def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golden: str, question_tokens: frozenset[str],
                 retrieved: Sequence[str]) -> tuple[float, NodeRec] | None:
-    """A when-question whose golden date no message states: the message about what the question asks
-    whose own relative time ("yesterday", "last Friday"), read from the day it was sent, points to
-    that date is where the date comes from. None when the question asks no time, the answer holds no
-    date, or no such message shares a word with what the question asks about."""
+    """A when-question whose golden date no message states in full: the message about what the
+    question asks that points to that date is where the date comes from — its own relative time
+    ("yesterday", "last Friday") read from the day it was sent, or a date it names without the year
+    ("on 29 June", said in May 2024). None when the question asks no time, the answer holds no date,
+    or no such message matches what the question asks about."""
     if "weekday" not in asked_kinds(question):  # the kinds a when-question asks for
         return None
     about = frozenset(question_tokens - view.speakers)
-    sent = [(m, _sent_on(view, m)) for m in before]
-    first_day = next((day for _, day in sent if day is not None), None)
-    targets = text_dates(golden, first_day) if about and first_day is not None else []
+    first_day = next((day for day in (_sent_on(view, m) for m in before) if day is not None), None)
+    targets = set(text_dates(golden, first_day)) if about and first_day is not None else set()
     if not targets:
         return None
-    low, high = _DATED_REACH
     # a message of the conversation must match the question as well as a searched seed must; one that
     # retrieval returned only has to share a word with it
-    near = [m for m, day in sent if day is not None and any(low <= (day - t).days <= high for t in targets)
-            and _question_score(view, m, about) >= (1e-9 if m.full_node_id in retrieved else _MIN_SEARCHED_SCORE)]
-    for score, candidate in _rank(view, near, about, retrieved):
+    near = [m for m in before
+            if _question_score(view, m, about) >= (1e-9 if m.full_node_id in retrieved else _MIN_SEARCHED_SCORE)]
+    for score, candidate in _rank(view, near, about, retrieved)[:_DATED_CANDIDATES]:
         day = _sent_on(view, candidate)
-        # clause by clause: a number next to a relative time ("yesterday, 6 students") is no part of it
-        if day is not None and any(resolves_relative_time(part, golden, day)
-                                   for part in _CLAUSE_END.split(message_text(candidate.value)) if part.strip()):
+        if day is not None and _points_to(message_text(candidate.value), golden, targets, day):
             return score, candidate
     return None
 
 
-_CLAUSE_END = re.compile(r"[,;:.!?\n]+")
+def _points_to(text: str, golden: str, targets: set[date], said_on: date) -> bool:
+    """``text``, said on ``said_on``, names one of the golden dates or points to one with a relative
+    time; read clause by clause, since a number beside a relative time ("yesterday, 6 students") is
+    no part of it."""
+    parts = [part for part in _CLAUSE_END.split(text) if part.strip()]
+    return any(targets & set(text_dates(part, said_on)) or resolves_relative_time(part, golden, said_on)
+               for part in parts)
 
 
 def _sent_on(view: GraphView, node: NodeRec) -> date | None:
