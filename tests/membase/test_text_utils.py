@@ -4,7 +4,6 @@ text comparison uses it."""
 from __future__ import annotations
 
 from membase.datasets.gold_points import point_recall
-from membase.layers.evermemos.index import bm25_tokenize
 from membase.utils.text import STOP_WORDS, content_words, stem, words
 from toolkits.evidence_flow._text import token_sequence
 from toolkits.retrieval import ENGLISH_STOPWORDS, unicode_tokenize
@@ -35,10 +34,9 @@ def test_content_words_drop_stop_words_and_leading_zeros():
     assert content_words("the 07 kids", drop_stop_words=False, stemmed=False) == ["the", "7", "kids"]
 
 
-def test_retrieval_evidence_flow_evermemos_and_the_data_checks_share_it():
+def test_retrieval_evidence_flow_and_the_data_checks_share_it():
     text = "Yeah, my sister adopted two rescue kittens on 05 June, thanks!"
     assert unicode_tokenize(text) == token_sequence(text) == content_words(text)
     assert ENGLISH_STOPWORDS is STOP_WORDS
-    assert bm25_tokenize(text) == [w for w in content_words(text) if w.isalpha() and len(w) > 1]
     # RealMem's points speak of "the user": only the other words count
     assert point_recall("User adopted two kittens", "adopting 2 kittens") == 1.0

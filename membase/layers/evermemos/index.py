@@ -8,19 +8,47 @@ subject, summary and episode; a document scores the max cosine over its vectors.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from membase.clients.embeddings import Embedder
-from membase.utils.text import content_words
 
 __all__ = ["HybridIndex", "bm25_tokenize", "rrf_fuse"]
 
+_WORD_RE = re.compile(r"[a-z]+")
+# The simulated layer's own terms, on purpose not the project's tokenizer (membase/utils/text.py):
+# this EverMemOS index and the Mem0 fake (its sentence filter and update matching) decide what the
+# simulated memories hold, from which faultbench and benchmarks B-F are built; other stop words
+# ("really") would change that data, not only a measurement.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def _stemmer() -> Any:
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+_STEM = None
+
 
 def bm25_tokenize(text: str) -> list[str]:
-    """The project's content words (:func:`membase.utils.text.content_words`: its tokenizer, stop
-    words and stemmer) that are alphabetic and at least two letters long, as the layer's BM25 terms."""
-    return [w for w in content_words(text) if len(w) >= 2 and w.isalpha()]
+    """Lower-case, keep alphabetic tokens of length >= 2 that are not stop words, Porter-stem."""
+    global _STEM
+    if _STEM is None:
+        _STEM = _stemmer()
+    return [
+        _STEM.stem(tok) for tok in _WORD_RE.findall(text.lower()) if len(tok) >= 2 and tok not in STOP_WORDS
+    ]
 
 
 def doc_bm25_text(doc: dict[str, Any]) -> str:
