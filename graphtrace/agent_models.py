@@ -11,9 +11,8 @@ long-context baseline all need:
   misbehaviour (no answer within ``max_iters``, an unknown op id, an API error, a timeout) into a
   recorded failure instead of an exception.
 
-The models themselves (real and fake) belong to the model layer, :mod:`membase.clients`; the
-names re-exported below keep graphtrace's own imports working. Code outside graphtrace imports
-them from :mod:`membase.clients`.
+The models themselves (real and fake, and the agentscope adapter) belong to the model layer,
+:mod:`membase.clients`; nothing imports a model from here.
 """
 
 from __future__ import annotations
@@ -29,30 +28,16 @@ from agentscope.message import HintBlock, Msg, UserMsg
 from agentscope.middleware import MiddlewareBase
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from membase.clients.agentscope_adapter import (
-    STRUCTURED_OUTPUT_TOOL,
-    FlatTextFormatter,
-    StructuredReply,
-    build_openai_chat_model,
-)
-from membase.clients.fake import FunctionChatModel, ModelCall, ScriptedChatModel, ToolCall, Turn
+from membase.clients.agentscope_adapter import STRUCTURED_OUTPUT_TOOL, StructuredReply
+from membase.clients.fake import ToolCall
 
 __all__ = [
     "ERROR_TYPES",
-    "STRUCTURED_OUTPUT_TOOL",
     "AttributionOutcome",
     "ErrorAttributionPrediction",
     "ErrorType",
-    "FlatTextFormatter",
-    "FunctionChatModel",
     "HintMiddleware",
-    "ModelCall",
-    "ScriptedChatModel",
-    "StructuredReply",
-    "ToolCall",
-    "Turn",
     "answer",
-    "build_openai_chat_model",
     "prediction_schema_for",
     "run_attribution_agent",
 ]
