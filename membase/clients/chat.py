@@ -52,7 +52,9 @@ class ChatModel(Protocol):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
-    ) -> ChatResult: ...
+    ) -> ChatResult:
+        """Answer ``messages`` (OpenAI chat format); the reply's text and token counts."""
+        ...
 
 
 def _estimate_input_tokens(messages: list[dict[str, Any]]) -> int:

@@ -25,12 +25,18 @@ class Embedder(Protocol):
     """Turns texts into fixed-size vectors."""
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Length of every vector."""
+        ...
 
     @property
-    def model_name(self) -> str: ...
+    def model_name(self) -> str:
+        """Name of the embedding model."""
+        ...
 
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
 
 
 class FakeEmbedder:
