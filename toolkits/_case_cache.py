@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from membase.utils.io import atomic_write_json as _atomic_write_json
+# the project's one atomic writer; re-exported under this module for the attribution code
+from membase.utils.io import atomic_write_json
 from smartcomment.runtime.errors import MemTraceError
 from toolkits.bench_utils import ERROR_TYPES
 
@@ -40,15 +41,6 @@ def cache_key(identifier: dict[str, Any]) -> str:
     """SHA-256 hex digest of the canonical JSON of ``identifier``."""
     blob = json.dumps(identifier, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def atomic_write_json(path: str | os.PathLike[str], payload: Any, *, indent: int | None = 4) -> None:
-    """Write JSON to ``path`` atomically (temp file + fsync + rename; mode from the umask).
-
-    The one implementation is :func:`membase.utils.io.atomic_write_json`; this name stays for
-    the attribution code that imports it from here.
-    """
-    _atomic_write_json(Path(path), payload, indent=indent)
 
 
 def _is_number(value: Any) -> bool:
