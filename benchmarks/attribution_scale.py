@@ -72,7 +72,7 @@ def build_benchmark(source: Path, split: str, cases: int, target: Path) -> int:
 
 def time_run(bench_dir: Path, split: str, output: Path) -> dict[str, Any]:
     """Run the CLI once (evidence_flow, annotated evidence, no bootstrap) and time it."""
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     args = [
         str(bench_dir), split, "--output-path", str(output), "--exploration-strategy", "evidence_flow",
@@ -82,7 +82,7 @@ def time_run(bench_dir: Path, split: str, output: Path) -> dict[str, Any]:
     started = time.perf_counter()
     cpu = time.process_time()
     with contextlib.redirect_stdout(sink):
-        code = run_error_attribution.main(args)
+        code = attribution_cli.main(args)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     if code != 0:

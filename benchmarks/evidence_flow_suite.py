@@ -115,7 +115,7 @@ def bench_dir(name: str, cache: Path) -> Path:
 
 def score(name: str, bench: Path, mode: str, out_dir: Path, extra: Sequence[str] = ()) -> Score:
     """Attribute every split of one benchmark in one mode; sum the right types and ops."""
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     cases = type_right = op_right = other = 0
     for split in SPLITS:
@@ -125,7 +125,7 @@ def score(name: str, bench: Path, mode: str, out_dir: Path, extra: Sequence[str]
         args = [str(bench), split, "--exploration-strategy", "evidence_flow", "--output-path", str(out),
                 "--no-progress", "--bootstrap-samples", "0", "--no-resume", *MODES[mode], *extra]
         with contextlib.redirect_stdout(io.StringIO()):
-            code = run_error_attribution.main(args)
+            code = attribution_cli.main(args)
         if code != 0:
             raise SystemExit(f"error: run_error_attribution exited {code} on {name}/{split} ({mode})")
         results = json.loads(out.read_text(encoding="utf-8"))["results"]

@@ -9,7 +9,7 @@ Steps, all in one process after the run (ratios are measured in the same invocat
 1. ``python -m membase run`` (a fresh process) of real mem0ai 1.0.5 with the offline fake LLM and
    embedder on the first two LoCoMo conversations cut to ``--max-messages``, answered by
    faultbench's extractive reader and judged by its token judge (every model deterministic);
-2. evidence_flow attribution of the failed questions (``run_error_attribution.main``);
+2. evidence_flow attribution of the failed questions (``toolkits.attribution.cli.main``);
 3. the calls of a full re-run: every trajectory replayed with no repair against an empty call
    cache, under a :class:`~membase.clients.usage.CallMeter`; and the determinism check against the
    run's own cache (zero new calls expected);
@@ -77,12 +77,12 @@ def make_run(work: Path, dataset: Path, max_messages: int) -> tuple[Path, float]
 # -- 2. attribution ---------------------------------------------------------------------------------
 def attribute(run_dir: Path, work: Path) -> tuple[list[dict[str, Any]], float]:
     """evidence_flow records of the run's failed questions, and the seconds it took."""
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     out = work / "evidence_flow.json"
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):  # its summary line would go into the printed table
-        code = run_error_attribution.main([str(run_dir), "--output-path", str(out), "--exploration-strategy",
+        code = attribution_cli.main([str(run_dir), "--output-path", str(out), "--exploration-strategy",
                                        "evidence_flow", "--no-progress", "--no-resume"])
     seconds = time.perf_counter() - started
     if code != 0:

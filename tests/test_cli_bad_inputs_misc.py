@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import eval_retrieval_performance
-import run_error_attribution
 from annotation_interface import cli as annotation_cli
 from membase import cli as membase_cli
 from tests.resume._unreadable import make_unreadable
+from toolkits import retrieval_cli
+from toolkits.attribution import cli as attribution_cli
 from toolkits.faultbench.__main__ import main as faultbench_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,14 +110,13 @@ def test_eval_retrieval_refuses_an_unwritable_output_before_scoring(tmp_path, ca
     monkeypatch.setattr(retrieval_eval, "evaluate_retrieval",
                         lambda *a, **k: pytest.fail("scored before the output path was checked"))
     output = where(tmp_path, a_file)
-    code = eval_retrieval_performance.main([str(FAULTBENCH), "rag", "--retrieval-type", "sparse",
-                                            "--output-path", str(output)])
+    code = retrieval_cli.main([str(FAULTBENCH), "rag", "--retrieval-type", "sparse", "--output-path", str(output)])
     line = _one_error(capsys, code, fragment.format(file=str(a_file)))
     assert f"--output-path {str(output)!r}" in line
 
 
 def test_eval_retrieval_dataset_dir_that_is_a_file(capsys, a_file):
-    _one_error(capsys, eval_retrieval_performance.main([str(a_file), "rag", "--retrieval-type", "sparse"]),
+    _one_error(capsys, retrieval_cli.main([str(a_file), "rag", "--retrieval-type", "sparse"]),
                f"dataset_dir {str(a_file)!r} is a file")
 
 
@@ -128,8 +127,8 @@ def test_eval_retrieval_write_failure_keeps_the_printed_lines(tmp_path, capsys, 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(case_cache, "atomic_write_json", full_disk)
-    code = eval_retrieval_performance.main([str(FAULTBENCH), "rag", "--retrieval-type", "sparse",
-                                            "--output-path", str(tmp_path / "recall.json")])
+    code = retrieval_cli.main([str(FAULTBENCH), "rag", "--retrieval-type", "sparse",
+                               "--output-path", str(tmp_path / "recall.json")])
     out = capsys.readouterr()
     assert code == 2 and "Traceback" not in out.err
     assert "recall@8 (overall)" in out.out
@@ -251,7 +250,7 @@ def one_graph_split(tmp_path: Path) -> Path:
 
 
 def _attribute(dataset: Path, out: Path, *extra: str) -> int:
-    return run_error_attribution.main([str(dataset), "rag", "--output-path", str(out), "--exploration-strategy",
+    return attribution_cli.main([str(dataset), "rag", "--output-path", str(out), "--exploration-strategy",
                                        "evidence_flow", "--no-progress", "--bootstrap-samples", "0", *extra])
 
 
@@ -298,11 +297,11 @@ def test_a_missing_split_is_one_error_line_without_the_hubs_own_warning(tmp_path
     import logging
 
     pytest.importorskip("huggingface_hub")
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     (tmp_path / "mem0").mkdir()
     with caplog.at_level(logging.WARNING):
-        code = run_error_attribution.main([str(tmp_path), "mem0", "--exploration-strategy", "evidence_flow",
+        code = attribution_cli.main([str(tmp_path), "mem0", "--exploration-strategy", "evidence_flow",
                                            "--output-path", str(tmp_path / "out.json"), "--no-progress"])
     assert code == 2
     assert [line for line in capsys.readouterr().err.splitlines() if line.strip()][0].startswith("error:")

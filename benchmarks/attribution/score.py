@@ -100,7 +100,7 @@ def attribute(build_dir: str | Path, out_dir: str | Path, extra: Sequence[str] =
     import contextlib
     import io
 
-    import run_error_attribution
+    from toolkits.attribution import cli as run_error_attribution  # the command, not the script
 
     build, out = Path(build_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

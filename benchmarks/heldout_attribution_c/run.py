@@ -27,7 +27,7 @@ MODES = {
 
 
 def _attribute(bench: Path, split: str, mode: str, out: Path) -> dict:
-    import run_error_attribution
+    from toolkits.attribution import cli as run_error_attribution  # the command, not the script
 
     path = out / f"{split}_{mode}.json"
     path.unlink(missing_ok=True)

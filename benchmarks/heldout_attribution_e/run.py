@@ -36,7 +36,7 @@ from membase.utils.io import atomic_write_json  # noqa: E402
 
 def attribute(bench: Path, split: str, output: Path) -> dict[str, Any]:
     """One ``run_error_attribution.py`` run (evidence_flow, default evidence mode); its output JSON."""
-    import run_error_attribution
+    from toolkits.attribution import cli as run_error_attribution  # the command, not the script
 
     args = [str(bench), split, "--exploration-strategy", "evidence_flow", "--output-path", str(output),
             "--no-progress", "--no-resume"]

@@ -46,7 +46,7 @@ DEFAULT_WORK_DIR = ROOT / "runs" / "heldout_attribution_f"
 
 def score_split(bench: Path, split: str, mode: str, out: Path, extra: Sequence[str]) -> dict[str, Any]:
     """One CLI run; returns its output JSON."""
-    import run_error_attribution
+    from toolkits.attribution import cli as run_error_attribution  # the command, not the script
 
     args = [str(bench), split, "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--no-progress", "--bootstrap-samples", "0", "--no-resume", *MODES[mode], *extra]

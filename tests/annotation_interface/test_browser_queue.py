@@ -118,7 +118,7 @@ async def _walk(chromium: Chromium, url: str, shots: Path, items: list, export_d
 
 
 def test_walk_the_queue_edit_reload_resume_export_and_score(faultbench, tmp_path):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     shots = Path(os.environ.get("MEMTRACE_SHOTS") or tmp_path / "screenshots")
     out = tmp_path / "annotations.json"
@@ -143,7 +143,7 @@ def test_walk_the_queue_edit_reload_resume_export_and_score(faultbench, tmp_path
     split = items[0].split
     assert all(i.split == split for i in items[:3])
     scores = tmp_path / "scores.json"
-    assert run_error_attribution.main([str(export_dir), split, "--exploration-strategy", "evidence_flow",
+    assert attribution_cli.main([str(export_dir), split, "--exploration-strategy", "evidence_flow",
                                        "--retrieval-type", "sparse", "--output-path", str(scores),
                                        "--no-progress"]) == 0
     result = json.loads(scores.read_text())

@@ -76,12 +76,12 @@ def test_export_cli_errors_and_summary(labelled, tmp_path, capsys):
 
 
 def test_run_error_attribution_scores_a_strategy_against_the_export(labelled, tmp_path):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     ds, items, out = labelled
     export.export_annotations(ds, store.read_records(out), tmp_path / "bench")
     result = tmp_path / "ef.json"
-    code = run_error_attribution.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
+    code = attribution_cli.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
                                        "--retrieval-type", "sparse", "--output-path", str(result), "--no-progress"])
     assert code == 0
     data = json.loads(result.read_text())
@@ -99,11 +99,11 @@ def test_run_error_attribution_scores_a_strategy_against_the_export(labelled, tm
 
 def test_the_page_runs_evidence_flow_as_the_cli_does(faultbench, tmp_path):
     """The page's evidence_flow (annotated evidence) gives the CLI's verdict on every case of a split."""
-    import run_error_attribution
     from annotation_interface.attribution import run_evidence_flow
+    from toolkits.attribution import cli as attribution_cli
 
     result = tmp_path / "cli.json"
-    assert run_error_attribution.main([str(faultbench), "mem0", "--exploration-strategy", "evidence_flow",
+    assert attribution_cli.main([str(faultbench), "mem0", "--exploration-strategy", "evidence_flow",
                                        "--starting-nodes-type", "source_evidence", "--retrieval-type", "sparse",
                                        "--output-path", str(result), "--no-progress"]) == 0
     graphs = {}

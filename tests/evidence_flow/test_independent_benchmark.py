@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-import run_error_attribution
 from tests.evidence_flow.independent.build import build_benchmark, score
+from toolkits.attribution import cli as attribution_cli
 
 # slow: builds the independent benchmark (120 graphs through four emulated layers; minutes on 2 cores)
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def _attribute(bench, *extra: str):
     records = []
     for split in sorted(counts):
         out = root / f"{split}{'_'.join(extra)}.json"
-        code = run_error_attribution.main([str(root / "bench"), split, "--exploration-strategy", "evidence_flow",
+        code = attribution_cli.main([str(root / "bench"), split, "--exploration-strategy", "evidence_flow",
                                            "--output-path", str(out), "--no-progress", *extra])
         assert code == 0
         records.extend(json.loads(out.read_text(encoding="utf-8"))["results"])

@@ -108,8 +108,8 @@ def test_the_attributor_records_its_judge_and_the_llm_judges_cost(toy, case_fact
 
 
 def test_the_cli_runs_each_judge_and_records_it(tmp_path, monkeypatch):
-    import run_error_attribution
     from toolkits import _builtin_strategies
+    from toolkits.attribution import cli as attribution_cli
 
     bench = tmp_path / "bench" / "mem0"
     bench.mkdir(parents=True)
@@ -128,7 +128,7 @@ def test_the_cli_runs_each_judge_and_records_it(tmp_path, monkeypatch):
     api.write_text(json.dumps({"api_keys": ["EMPTY"], "base_urls": ["http://127.0.0.1:9/v1"]}))
     for name in JUDGE_NAMES:
         out = tmp_path / f"{name}.json"
-        code = run_error_attribution.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
+        code = attribution_cli.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
                                            "--evidence-flow-judge", name, "--output-path", str(out), "--no-progress",
                                            "--bootstrap-samples", "0", "--starting-nodes-type", "source_evidence",
                                            "--api-config-path", str(api)])
@@ -140,12 +140,12 @@ def test_the_cli_runs_each_judge_and_records_it(tmp_path, monkeypatch):
 
 
 def test_the_llm_judge_without_credentials_is_one_error_line(tmp_path, capsys, monkeypatch):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     bench = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
-    code = run_error_attribution.main([str(bench), "rag", "--exploration-strategy", "evidence_flow",
+    code = attribution_cli.main([str(bench), "rag", "--exploration-strategy", "evidence_flow",
                                        "--evidence-flow-judge", "llm", "--output-path", str(tmp_path / "o.json"),
                                        "--no-progress"])
     err = capsys.readouterr().err.strip()

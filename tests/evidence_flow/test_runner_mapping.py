@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import run_error_attribution
 from toolkits import _builtin_strategies
+from toolkits.attribution import cli as attribution_cli
 
 BENCH = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
 
 
 def _run(tmp_path: Path, split: str) -> dict:
     out = tmp_path / f"{split}.json"
-    code = run_error_attribution.main([str(BENCH), split, "--exploration-strategy", "evidence_flow",
+    code = attribution_cli.main([str(BENCH), split, "--exploration-strategy", "evidence_flow",
                                        "--no-provide-starting-nodes", "--no-progress", "--output-path", str(out)])
     assert code == 0
     return json.loads(out.read_text())

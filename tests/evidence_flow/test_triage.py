@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import run_error_attribution
+from toolkits.attribution import cli as attribution_cli
 from toolkits.evidence_flow import STATUSES, attribute_case_evidence_flow
 from toolkits.evidence_flow._triage import judge_error
 from toolkits.metrics import AttributionRecord, attribution_metrics
@@ -120,7 +120,7 @@ def test_the_cli_reports_the_non_memory_status_and_counts_it(toy, tmp_path, caps
     (tmp_path / "bench" / "mem0").mkdir(parents=True)
     (tmp_path / "bench" / "mem0" / "g.json").write_text(json.dumps(graph))
     out = tmp_path / "out.json"
-    code = run_error_attribution.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
+    code = attribution_cli.main([str(tmp_path / "bench"), "mem0", "--exploration-strategy", "evidence_flow",
                                        "--output-path", str(out), "--no-progress", "--bootstrap-samples", "0"])
     assert code == 0
     data = json.loads(out.read_text())

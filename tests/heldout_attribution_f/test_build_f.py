@@ -150,13 +150,13 @@ def test_recording_is_deterministic():
 
 
 def test_attribution_cli_accepts_the_benchmark(built, tmp_path):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     out, _, manifest = built
     for split in ("long_context", "rag", "mem0", "evermemos"):
         target = tmp_path / f"{split}.json"
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = run_error_attribution.main([str(out / "bench"), split, "--output-path", str(target),
+            code = attribution_cli.main([str(out / "bench"), split, "--output-path", str(target),
                                                "--exploration-strategy", "evidence_flow", "--no-progress",
                                                "--no-provide-starting-nodes", "--bootstrap-samples", "0"])
         assert code == 0

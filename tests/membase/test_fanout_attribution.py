@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-import run_error_attribution
 from membase.cli import main as membase_main
 from membase.runners._executors import TaskCrash
 from tests.membase._fanout_data import write_dataset
+from toolkits.attribution import cli as attribution_cli
 
 ATTRIBUTION = ["--exploration-strategy", "evidence_flow", "--retrieval-type", "sparse", "--batch-size", "2",
                "--no-progress", "--bootstrap-samples", "0"]
@@ -35,10 +35,10 @@ def _records(path):
 @pytest.mark.slow
 def test_worker_processes_attribute_like_one_process(run_folder, tmp_path, monkeypatch):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
-    assert run_error_attribution.main([str(run_folder), "--output-path", str(one), *ATTRIBUTION]) == 0
+    assert attribution_cli.main([str(run_folder), "--output-path", str(one), *ATTRIBUTION]) == 0
     cache = tmp_path / "cache"
     argv = [str(run_folder), "--output-path", str(two), *ATTRIBUTION, "--workers", "2", "--cache-dir", str(cache)]
-    assert run_error_attribution.main(argv) == 0
+    assert attribution_cli.main(argv) == 0
     assert _records(two) == _records(one)
     assert len(_records(one)) == 4 and all(r["attribution_failure"] is None for r in _records(one))
 
@@ -49,7 +49,7 @@ def test_worker_processes_attribute_like_one_process(run_folder, tmp_path, monke
         yield from ()
 
     monkeypatch.setattr(fanout, "fan_out", nothing_may_leave)
-    assert run_error_attribution.main([*argv[:2], str(tmp_path / "again.json"), *argv[3:]]) == 0
+    assert attribution_cli.main([*argv[:2], str(tmp_path / "again.json"), *argv[3:]]) == 0
     assert json.loads((tmp_path / "again.json").read_text())["metrics"]["cost_totals"]["cached_cases"] == 4
 
 
@@ -65,7 +65,7 @@ def test_a_task_whose_worker_died_fails_its_cases_and_the_rest_finish(run_folder
 
     monkeypatch.setattr(fanout, "fan_out", first_task_lost)
     out = tmp_path / "out.json"
-    assert run_error_attribution.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--workers", "2"]) == 0
+    assert attribution_cli.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--workers", "2"]) == 0
     failures = [r["attribution_failure"] for r in json.loads(out.read_text())["results"]]
     assert failures == ["the worker process running this task died"] * 2 + [None, None]
 
@@ -76,7 +76,7 @@ def test_ray_without_ray_installed_is_one_line_and_writes_nothing(run_folder, tm
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     out = tmp_path / "out.json"
-    assert run_error_attribution.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--executor", "ray"]) == 2
+    assert attribution_cli.main([str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--executor", "ray"]) == 2
     assert capsys.readouterr().err.strip() == "error: --executor ray needs the Ray package: pip install 'memtrace-llm[ray]'"
     assert list(tmp_path.iterdir()) == []  # no output, no journal
 
@@ -88,7 +88,7 @@ def test_no_ray_cluster_to_join_is_one_line_and_writes_nothing(run_folder, tmp_p
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     out = tmp_path / "out.json"
     argv = [str(run_folder), "--output-path", str(out), *ATTRIBUTION, "--executor", "ray", "--ray-address", "auto"]
-    assert run_error_attribution.main(argv) == 2
+    assert attribution_cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: --executor ray: cannot start or join the Ray cluster at 'auto': ")
     assert list(tmp_path.iterdir()) == []

@@ -156,7 +156,7 @@ def test_unknown_dataset_type_is_one_error_line(lme_path, tmp_path, capsys):
 
 
 def test_run_and_evidence_flow_attribution_end_to_end(lme_path, tmp_path, capsys):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     layer = tmp_path / "lc.json"
     layer.write_text(json.dumps({"layer_type": "Long-Context", "context_window": 4000}))
@@ -172,7 +172,7 @@ def test_run_and_evidence_flow_attribution_end_to_end(lme_path, tmp_path, capsys
     assert query["full_node_id"] == "query:q_greenhouse@1"
 
     out = tmp_path / "attribution.json"
-    assert run_error_attribution.main([str(run_dir), "--exploration-strategy", "evidence_flow",
+    assert attribution_cli.main([str(run_dir), "--exploration-strategy", "evidence_flow",
                                        "--starting-nodes-type", "source_evidence", "--output-path", str(out),
                                        "--no-progress"]) == 0
     data = json.loads(out.read_text())
@@ -184,10 +184,10 @@ def test_run_and_evidence_flow_attribution_end_to_end(lme_path, tmp_path, capsys
     assert greenhouse["source_evidence_ids"] == ["longmemeval-message-0-0-0@1", "longmemeval-message-0-0-2@1"]
     assert greenhouse["attribution_failure"] is None and greenhouse["error_attribution_result"]["op_id"]
 
-    import generate_report
+    from toolkits.report import cli as report_cli
 
     report = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(out), "--save-folder", str(report), "--no-llm", "--no-png",
+    assert report_cli.main(["--data-path", str(out), "--save-folder", str(report), "--no-llm", "--no-png",
                                  "--no-progress"]) == 0
     text = (report / "error_analysis_report.md").read_text()
     assert "| LongMemEval | 3 |" in text  # the dataset-source row counts the three attributed questions

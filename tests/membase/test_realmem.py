@@ -218,8 +218,8 @@ def test_rerun_keeps_the_online_results_of_users_already_built(realmem_path, tmp
 
 
 def test_evidence_flow_and_report_on_a_realmem_run(realmem_path, tmp_path, capsys):
-    import generate_report
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
+    from toolkits.report import cli as report_cli
 
     run_dir = _run(realmem_path, tmp_path, {"layer_type": "Long-Context", "context_window": 4000})
     out = tmp_path / "attribution.json"
@@ -228,7 +228,7 @@ def test_evidence_flow_and_report_on_a_realmem_run(realmem_path, tmp_path, capsy
                 "--no-resume"]
         if mode == "source_evidence":
             args += ["--starting-nodes-type", "source_evidence"]
-        assert run_error_attribution.main(args) == 0
+        assert attribution_cli.main(args) == 0
         data = json.loads(out.read_text())
         (record,) = data["results"]
         assert record["query_id"] == f"query:{_mid(2, 0)}@1" and record["attribution_failure"] is None
@@ -236,7 +236,7 @@ def test_evidence_flow_and_report_on_a_realmem_run(realmem_path, tmp_path, capsy
             assert record["source_evidence_ids"] == [f"{_mid(0, 2)}@1", f"{_mid(1, 0)}@1"]
             assert record["error_attribution_result"]["op_id"]  # an op of this graph is blamed
     report = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(out), "--save-folder", str(report), "--no-llm", "--no-png",
+    assert report_cli.main(["--data-path", str(out), "--save-folder", str(report), "--no-llm", "--no-png",
                                  "--no-progress"]) == 0
     assert "RealMem" in (report / "error_analysis_report.md").read_text()
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import run_error_attribution
 from membase.cli import main as membase_main
 from membase.clients.guard import allow_model_requests
 from tests._llama_server import MODEL_ALIAS
 from tests._llama_server import llama_server as start_llama_server
 from tests.replay._helpers import make_run
 from tests.replay.conftest import RAG_CONFIG
+from toolkits.attribution import cli as attribution_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -58,7 +58,7 @@ def test_repaired_cases_complete_against_the_server(llama_run: Path, tmp_path: P
         "attributed_operation": {"op_name": "memory_system.retrieve"}} for query, op_id in blamed]}))
     out = tmp_path / "out.json"
     with allow_model_requests():
-        code = run_error_attribution.main([str(llama_run), "--exploration-strategy", "evidence_flow", "--output-path",
+        code = attribution_cli.main([str(llama_run), "--exploration-strategy", "evidence_flow", "--output-path",
                                            str(out), "--no-progress", "--verify", "replay", "--from", str(source)])
     assert code == 0
     replays = [r["replay"] for r in json.loads(out.read_text())["results"]]

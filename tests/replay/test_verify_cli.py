@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import run_error_attribution
 from graphtrace import answer
 from membase.clients import ScriptedChatModel
 from tests.replay._helpers import make_run
 from tests.replay.conftest import RAG_CONFIG
+from toolkits.attribution import cli as attribution_cli
 
 REASON = "The question's search did not return the document stating the answer, so the reader never saw it."
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def _blame_retrieval(run: Path) -> Any:
 def test_graph_search_output_gains_replay_verdicts(rag_run: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "gs.json"
-    code = run_error_attribution.main(
+    code = attribution_cli.main(
         [str(rag_run), "--exploration-strategy", "graph_search", "--output-path", str(out), "--no-progress",
          "--max-iters", "3", "--max-retries", "0", "--starting-nodes-type", "source_evidence",
          "--verify", "replay"], model_factory=_blame_retrieval(rag_run))
@@ -83,7 +83,7 @@ def _hand_built(run: Path, path: Path, count: int = 2) -> list[dict[str, Any]]:
 
 
 def _verify_from(run: Path, source: Path, out: Path, *extra: str) -> int:
-    return run_error_attribution.main([str(run), "--exploration-strategy", "evidence_flow", "--output-path", str(out),
+    return attribution_cli.main([str(run), "--exploration-strategy", "evidence_flow", "--output-path", str(out),
                                        "--no-progress", "--verify", "replay", "--from", str(source), *extra])
 
 
@@ -139,7 +139,7 @@ def test_an_interrupted_verification_resumes_from_its_journal(rag_run: Path, tmp
 
 def test_a_memtracebench_folder_is_refused_before_any_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out.json"
-    code = run_error_attribution.main([str(REPO / "examples" / "faultbench"), "rag", "--exploration-strategy",
+    code = attribution_cli.main([str(REPO / "examples" / "faultbench"), "rag", "--exploration-strategy",
                                        "evidence_flow", "--output-path", str(out), "--no-progress", "--verify", "replay"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
@@ -150,7 +150,7 @@ def test_a_memtracebench_folder_is_refused_before_any_case(tmp_path: Path, capsy
 def test_replay_search_labels_and_the_labels_score_a_strategy(rag_run: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     out, labels = tmp_path / "ef.json", tmp_path / "labels"
-    code = run_error_attribution.main([str(rag_run), "--exploration-strategy", "evidence_flow", "--output-path",
+    code = attribution_cli.main([str(rag_run), "--exploration-strategy", "evidence_flow", "--output-path",
                                        str(out), "--no-progress", "--starting-nodes-type", "source_evidence",
                                        "--verify", "replay", "--replay-search", "earliest",
                                        "--replay-labels-out", str(labels)])
@@ -172,7 +172,7 @@ def test_replay_search_labels_and_the_labels_score_a_strategy(rag_run: Path, tmp
     capsys.readouterr()
 
     scored = tmp_path / "scored.json"
-    assert run_error_attribution.main([str(labels), "rag", "--exploration-strategy", "evidence_flow",
+    assert attribution_cli.main([str(labels), "rag", "--exploration-strategy", "evidence_flow",
                                        "--output-path", str(scored), "--no-progress",
                                        "--starting-nodes-type", "source_evidence"]) == 0
     line = capsys.readouterr().out

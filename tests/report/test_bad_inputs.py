@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import generate_report
 from membase.clients import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
 from tests.report.conftest import attribution_output
 from tests.resume._unreadable import make_unreadable
+from toolkits.report import cli as report_cli
 
 
 def _run(capsys, argv, **kwargs) -> tuple[int, list[str]]:
-    code = generate_report.main(argv, **kwargs)
+    code = report_cli.main(argv, **kwargs)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, [line for line in err.splitlines() if line.strip() and not line.startswith("note: ")]
@@ -270,7 +270,7 @@ def test_a_graph_with_an_edge_to_a_missing_node_makes_its_cases_unrenderable_and
 )
 def test_bad_report_flags_are_usage_errors(tmp_path, capsys, rag_output, flags, fragment):
     with pytest.raises(SystemExit) as stop:
-        generate_report.main(["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm", *flags])
+        report_cli.main(["--data-path", str(rag_output), "--save-folder", str(tmp_path / "r"), "--no-llm", *flags])
     assert stop.value.code == 2
     assert fragment in capsys.readouterr().err
 
@@ -285,7 +285,7 @@ def test_an_unwritable_otel_file_is_one_line_and_exit_2(tmp_path, capsys, rag_ou
 
 def test_zero_examples_per_op_leaves_the_examples_out(tmp_path, rag_output):
     folder = tmp_path / "r"
-    assert generate_report.main(["--data-path", str(rag_output), "--save-folder", str(folder), "--no-llm", "--no-png",
+    assert report_cli.main(["--data-path", str(rag_output), "--save-folder", str(folder), "--no-llm", "--no-png",
                                  "--examples-per-op", "0"]) == 0
     markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
     assert "## Most-blamed operations" in markdown and "Example cases per blamed operation" not in markdown

@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-import generate_report
 from tests.report.conftest import FAULTBENCH
+from toolkits.report import cli as report_cli
 from toolkits.report.case_details import case_id_of, decision_event_of, viewer_folder_of
 from toolkits.report.graphs import GraphStore
 from toolkits.report.pipeline import analyse
@@ -23,7 +23,7 @@ DECISION_OP = "memory_system.update_memory_decision"
 @pytest.fixture(scope="module")
 def faultbench_report(all_outputs, tmp_path_factory) -> tuple[dict, str]:
     folder = tmp_path_factory.mktemp("faultbench_report")
-    code = generate_report.main(["--data-path", *map(str, all_outputs), "--save-folder", str(folder), "--no-llm",
+    code = report_cli.main(["--data-path", *map(str, all_outputs), "--save-folder", str(folder), "--no-llm",
                                  "--no-png", "--top-operations", "100"])
     assert code == 0
     data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
@@ -120,7 +120,7 @@ def test_replay_results_give_the_recovery_gain_per_op_and_per_prompt_target(outp
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps({**data, "results": records}), encoding="utf-8")
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(path), "--save-folder", str(folder), "--no-llm", "--no-png"]) == 0
+    assert report_cli.main(["--data-path", str(path), "--save-folder", str(folder), "--no-llm", "--no-png"]) == 0
     out = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
     replay = out["statistics"]["replay"]
     rescued = sum(1 for i in range(len(decision)) if i % 3 != 2)
@@ -184,7 +184,7 @@ def test_a_deleted_or_unreadable_graph_is_listed_in_no_llm_mode(outputs_dir, tmp
     path = tmp_path / "rag.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(path), "--save-folder", str(folder), "--no-llm", "--no-png"]) == 0
+    assert report_cli.main(["--data-path", str(path), "--save-folder", str(folder), "--no-llm", "--no-png"]) == 0
     err = capsys.readouterr().err
     assert "no longer exists" in err and "cannot be loaded" in err and "Traceback" not in err
     out = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import generate_report
 from membase.clients import STRUCTURED_OUTPUT_TOOL, ScriptedChatModel, ToolCall
+from toolkits.report import cli as report_cli
 from toolkits.report.charts import plotly_js
 from toolkits.report.pipeline import analyse
 
@@ -40,7 +40,7 @@ def _stderr_lines(capsys) -> list[str]:
 
 def test_no_llm_writes_json_markdown_and_an_offline_html_page(all_outputs, tmp_path: Path, capsys):
     folder = tmp_path / "report"
-    code = generate_report.main(["--data-path", *map(str, all_outputs), "--save-folder", str(folder),
+    code = report_cli.main(["--data-path", *map(str, all_outputs), "--save-folder", str(folder),
                                  "--no-llm", "--no-png"])
     assert code == 0
     out = capsys.readouterr().out
@@ -68,7 +68,7 @@ def test_no_llm_writes_json_markdown_and_an_offline_html_page(all_outputs, tmp_p
 def test_png_copies_are_skipped_with_one_line_when_kaleido_is_missing(outputs_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "kaleido", None)  # import kaleido -> ImportError
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(folder),
+    assert report_cli.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(folder),
                                  "--no-llm"]) == 0
     notes = [line for line in _stderr_lines(capsys) if "PNG" in line]
     assert len(notes) == 1 and notes[0].startswith("note: PNG copies skipped: kaleido is not installed")
@@ -86,7 +86,7 @@ def test_png_copies_are_written_and_shown_in_the_markdown(outputs_dir, tmp_path:
     if not _browser_available():
         pytest.skip("kaleido needs Chrome or Chromium (apt-get install chromium)")
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder),
+    assert report_cli.main(["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder),
                                  "--no-llm"]) == 0
     data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
     assert "loss_funnel" in data["files"]["png"]
@@ -98,7 +98,7 @@ def test_png_copies_are_written_and_shown_in_the_markdown(outputs_dir, tmp_path:
 
 def test_fake_model_writes_the_llm_report_with_no_key(outputs_dir, tmp_path: Path, capsys):
     folder = tmp_path / "report"
-    code = generate_report.main(["--data-path", str(outputs_dir / "long_context.json"), "--save-folder", str(folder),
+    code = report_cli.main(["--data-path", str(outputs_dir / "long_context.json"), "--save-folder", str(folder),
                                  "--model", "fake:Most failures are trimmed evidence.", "--no-png", "--no-progress"])
     assert code == 0
     assert "Most failures are trimmed evidence." in capsys.readouterr().out
@@ -116,7 +116,7 @@ def test_failing_batch_stops_with_one_line_and_a_rerun_resumes(all_outputs, tmp_
     args = ["--data-path", *map(str, all_outputs), "--save-folder", str(folder), "--batch-size", "4",
             "--retry-backoff", "0", "--max-retries", "1", "--no-png", "--no-progress"]
     failing = Factory(fail_on={1})
-    assert generate_report.main(args, model_factory=failing) == 1
+    assert report_cli.main(args, model_factory=failing) == 1
     assert failing.calls == [0, 1, 1]
     last = _stderr_lines(capsys)[-1]
     assert last.startswith("error: batch 2/") and "failed after 2 attempt(s)" in last
@@ -126,7 +126,7 @@ def test_failing_batch_stops_with_one_line_and_a_rerun_resumes(all_outputs, tmp_
     assert data["llm"]["failure"].startswith("batch 2/") and data["statistics"]["records"] > 0
 
     healthy = Factory()
-    assert generate_report.main(args, model_factory=healthy) == 0
+    assert report_cli.main(args, model_factory=healthy) == 0
     total = data["llm"]["batches_total"]
     assert healthy.calls == list(range(1, total))
     data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
@@ -137,7 +137,7 @@ def test_unwritable_save_folder_fails_before_any_model_call(outputs_dir, tmp_pat
     blocker = tmp_path / "a_file"
     blocker.write_text("x", encoding="utf-8")
     factory = Factory()
-    code = generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(blocker / "sub")],
+    code = report_cli.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(blocker / "sub")],
                                 model_factory=factory)
     assert code == 2 and factory.calls == []
     lines = _stderr_lines(capsys)
@@ -146,7 +146,7 @@ def test_unwritable_save_folder_fails_before_any_model_call(outputs_dir, tmp_pat
 
 def test_non_attribution_input_is_one_line_and_exit_2(tmp_path: Path, capsys):
     bench_file = sorted((Path(__file__).resolve().parents[2] / "examples" / "faultbench" / "rag").glob("*.json"))[0]
-    code = generate_report.main(["--data-path", str(bench_file), "--save-folder", str(tmp_path / "r"), "--no-llm"])
+    code = report_cli.main(["--data-path", str(bench_file), "--save-folder", str(tmp_path / "r"), "--no-llm"])
     assert code == 2
     lines = _stderr_lines(capsys)
     assert len(lines) == 1 and "is not an attribution output" in lines[0]
@@ -159,7 +159,7 @@ def test_missing_graph_is_listed_as_unrenderable_and_the_rest_goes_on(outputs_di
     path.write_text(json.dumps(data), encoding="utf-8")
     factory = Factory()
     folder = tmp_path / "report"
-    code = generate_report.main(["--data-path", str(path), "--save-folder", str(folder), "--no-png", "--no-progress",
+    code = report_cli.main(["--data-path", str(path), "--save-folder", str(folder), "--no-png", "--no-progress",
                                  "--batch-size", "10"], model_factory=factory)
     assert code == 0
     assert any("is unrenderable" in line and "no longer exists" in line for line in _stderr_lines(capsys))
@@ -174,17 +174,17 @@ def test_missing_credentials_and_bad_overview_are_exit_2(outputs_dir, tmp_path: 
     for key in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     base = ["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r")]
-    assert generate_report.main(base) == 2
+    assert report_cli.main(base) == 2
     assert "no credentials" in _stderr_lines(capsys)[-1]
-    assert generate_report.main([*base, "--target-system-overview", "overviews/missing.md"]) == 2
+    assert report_cli.main([*base, "--target-system-overview", "overviews/missing.md"]) == 2
     assert "looks like a path" in _stderr_lines(capsys)[-1]
-    assert generate_report.main([*base, "--api-config-path", str(tmp_path / "none.json")]) == 2
+    assert report_cli.main([*base, "--api-config-path", str(tmp_path / "none.json")]) == 2
     assert "not found" in _stderr_lines(capsys)[-1]
 
 
 def test_help_explains_the_flags(capsys):
     with pytest.raises(SystemExit) as info:
-        generate_report.main(["--help"])
+        report_cli.main(["--help"])
     assert info.value.code == 0
     text = capsys.readouterr().out
     for flag in ("--data-path", "--save-folder", "--target-system-overview", "--no-llm", "--model", "--batch-size",
@@ -195,7 +195,7 @@ def test_help_explains_the_flags(capsys):
 def test_without_plotly_the_report_keeps_its_tables(outputs_dir, tmp_path: Path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "plotly", None)  # import plotly -> ImportError
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(outputs_dir / "evermemos.json"), "--save-folder", str(folder),
+    assert report_cli.main(["--data-path", str(outputs_dir / "evermemos.json"), "--save-folder", str(folder),
                                  "--no-llm"]) == 0
     notes = [line for line in _stderr_lines(capsys) if line.startswith("note:")]
     assert notes == ["note: charts skipped: plotly is not installed (pip install -e '.[report]')"]
@@ -225,7 +225,7 @@ def test_the_llm_report_and_a_stop_are_shown_in_markdown_and_html(outputs_dir, t
     folder = tmp_path / "report"
     args = ["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder), "--batch-size", "1",
             "--retry-backoff", "0", "--max-retries", "0", "--no-png", "--no-progress"]
-    assert generate_report.main(args, model_factory=Factory(fail_on={1})) == 1
+    assert report_cli.main(args, model_factory=Factory(fail_on={1})) == 1
     markdown = (folder / "error_analysis_report.md").read_text(encoding="utf-8")
     assert "The written analysis stopped: batch 2/" in markdown and "\nv1\n" in markdown
     page = (folder / "error_analysis_report.html").read_text(encoding="utf-8")
@@ -248,7 +248,7 @@ def test_failed_attributions_are_listed_but_never_sent_to_the_model(outputs_dir,
             return model
 
     folder = tmp_path / "report"
-    assert generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(folder),
+    assert report_cli.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(folder),
                                  "--no-png", "--no-progress"], model_factory=Recording()) == 0
     out = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
     failed = out["statistics"]["failed_attributions"]
@@ -268,11 +268,11 @@ def test_ctrl_c_keeps_the_finished_batches_and_a_rerun_resumes(outputs_dir, tmp_
     folder = tmp_path / "report"
     args = ["--data-path", str(outputs_dir / "mem0.json"), "--save-folder", str(folder), "--batch-size", "2",
             "--no-png", "--no-progress"]
-    assert generate_report.main(args, model_factory=Interrupting()) == 130
+    assert report_cli.main(args, model_factory=Interrupting()) == 130
     last = _stderr_lines(capsys)[-1]
     assert last.startswith("interrupted: 1 of ") and last.endswith("rerun the same command to resume")
     data = json.loads((folder / "error_analysis_report.json").read_text(encoding="utf-8"))
     assert data["report"] == "v1" and data["complete"] is False and data["llm"]["failure"] == "interrupted"
     healthy = Factory()
-    assert generate_report.main(args, model_factory=healthy) == 0
+    assert report_cli.main(args, model_factory=healthy) == 0
     assert healthy.calls[0] == 1  # batch 1 is not asked again

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import generate_report
 from tests._llama_server import MODEL_ALIAS
 from tests._llama_server import llama_server as start_llama_server
+from toolkits.report import cli as report_cli
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,7 @@ def test_one_report_batch_over_http_completes_or_records_a_failure(llama_server,
     api_config.write_text(json.dumps({"api_keys": ["sk-local"], "base_urls": [llama_server]}), encoding="utf-8")
     folder = tmp_path / "report"
     started = time.monotonic()
-    code = generate_report.main([
+    code = report_cli.main([
         "--data-path", str(data_path), "--save-folder", str(folder), "--model", MODEL_ALIAS,
         "--api-config-path", str(api_config), "--llama-cpp-compat", "--no-stream", "--temperature", "0",
         "--max-tokens", "16", "--max-op-xml-tokens", "64", "--batch-timeout", "200", "--max-retries", "0",

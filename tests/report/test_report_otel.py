@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-import generate_report  # noqa: E402
+from toolkits.report import cli as report_cli  # noqa: E402
 from toolkits.report.otel import export_analysis  # noqa: E402
 from toolkits.report.pipeline import analyse  # noqa: E402
 
@@ -93,7 +93,7 @@ def test_content_is_captured_only_when_asked(rag_analysis):
 
 def test_cli_writes_the_spans_as_json_lines(outputs_dir: Path, tmp_path: Path, capsys):
     target = tmp_path / "spans.jsonl"
-    code = generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r"),
+    code = report_cli.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r"),
                                  "--no-llm", "--no-png", "--otel-jsonl", str(target)])
     assert code == 0
     lines = target.read_text(encoding="utf-8").splitlines()
@@ -128,7 +128,7 @@ def test_the_spans_reach_an_otlp_http_collector(outputs_dir: Path, tmp_path: Pat
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
-        code = generate_report.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r"),
+        code = report_cli.main(["--data-path", str(outputs_dir / "rag.json"), "--save-folder", str(tmp_path / "r"),
                                      "--no-llm", "--no-png", "--otel-endpoint", url])
     finally:
         server.shutdown()

@@ -1,4 +1,4 @@
-"""``run_error_attribution.main`` with a scripted strategy, for the resume tests (see ``_kill``).
+"""``attribution_cli.main`` with a scripted strategy, for the resume tests (see ``_kill``).
 
 The strategy ``resume_scripted`` needs no model (so no agent framework is imported and a driver
 starts fast): it logs each case it attributes and answers the case's own annotated type and op
@@ -43,7 +43,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner's worker may pass SIG_IGN down
     _kill.install()
     register()
-    import run_error_attribution
     from toolkits._console import run_console
+    from toolkits.attribution import cli as attribution_cli
 
-    run_console(lambda: run_error_attribution.main(sys.argv[1:]))  # warnings print as the console script's
+    run_console(lambda: attribution_cli.main(sys.argv[1:]))  # warnings print as the console script's

@@ -1,4 +1,4 @@
-"""``generate_report.main`` with a scripted model per batch, for the resume tests (see ``_kill``).
+"""``report_cli.main`` with a scripted model per batch, for the resume tests (see ``_kill``).
 
 Batch k answers ``report after batch k (<its first query id>)``; batch ``$MEMTRACE_TEST_HANG``
 (1-based) never answers. Every model built is logged as ``batch k``.
@@ -32,7 +32,7 @@ def factory(batch_index: int):  # noqa: ANN201
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner's worker may pass SIG_IGN down
     _kill.install()
-    import generate_report
     from toolkits._console import run_console
+    from toolkits.report import cli as report_cli
 
-    run_console(lambda: generate_report.main(sys.argv[1:], model_factory=factory))
+    run_console(lambda: report_cli.main(sys.argv[1:], model_factory=factory))

@@ -14,10 +14,10 @@ import signal
 
 import pytest
 
-import run_error_attribution
 from tests.resume import _kill, _process
 from tests.resume._attribution_driver import STRATEGY, register
 from toolkits._journal import journal_path
+from toolkits.attribution import cli as attribution_cli
 from toolkits.strategies import unregister_strategy
 
 CASES = ["graph-aaaa ExtractionError", "graph-aaaa RetrievalError", "graph-bbbb UpdateError",
@@ -63,7 +63,7 @@ def _rerun(monkeypatch, tmp_path, args, name="rerun.log") -> list[str]:
     log = tmp_path / name
     monkeypatch.setenv(_kill.CALLS, str(log))
     monkeypatch.delenv("MEMTRACE_TEST_HANG", raising=False)
-    assert run_error_attribution.main(args) == 0
+    assert attribution_cli.main(args) == 0
     return _kill.calls(log)
 
 

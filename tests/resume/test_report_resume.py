@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import generate_report
 from tests.report.conftest import attribution_output
 from tests.resume import _kill, _process
 from tests.resume._report_driver import factory
+from toolkits.report import cli as report_cli
 
 BATCHES = ["batch 1", "batch 2", "batch 3"]
 
@@ -39,7 +39,7 @@ def _rerun(monkeypatch, tmp_path: Path, args: list[str], name: str = "rerun.log"
     log = tmp_path / name
     monkeypatch.setenv(_kill.CALLS, str(log))
     monkeypatch.delenv("MEMTRACE_TEST_HANG", raising=False)
-    code = generate_report.main(args, model_factory=factory)
+    code = report_cli.main(args, model_factory=factory)
     return code, _kill.calls(log)
 
 
@@ -111,7 +111,7 @@ def test_saved_versions_of_another_model_or_input_are_not_continued(data_path, t
             raise KeyboardInterrupt
         return factory(batch_index)
 
-    assert generate_report.main(_args(data_path, folder), model_factory=stop_at_third) == 130
+    assert report_cli.main(_args(data_path, folder), model_factory=stop_at_third) == 130
     assert len([p for p in _saved(folder) if p.endswith(".json")]) == 2
     capsys.readouterr()
 

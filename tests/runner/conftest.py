@@ -94,12 +94,10 @@ def child_env(repo) -> dict:
 def interrupt_after_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the attribution CLI's event loop finish every case and then raise KeyboardInterrupt
     (Ctrl-C right after the last case)."""
-    import run_error_attribution
-
     real_run = asyncio.run
 
     def run_then_interrupt(coro):  # noqa: ANN001, ANN202
         real_run(coro)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", run_then_interrupt)
+    monkeypatch.setattr(asyncio, "run", run_then_interrupt)

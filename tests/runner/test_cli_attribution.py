@@ -1,4 +1,4 @@
-"""End to end: benchmark folder -> run_error_attribution.main -> output JSON, with scripted models."""
+"""End to end: benchmark folder -> attribution_cli.main -> output JSON, with scripted models."""
 
 import json
 import signal
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import run_error_attribution
 from graphtrace import answer
 from membase.clients import ScriptedChatModel
+from toolkits.attribution import cli as attribution_cli
 
 from .conftest import OP_EXTRACT_5, OP_SEARCH_1, OP_UPDATE_5, child_env
 
@@ -51,7 +51,7 @@ def test_end_to_end_metrics_and_failure_isolation(bench_dir, tmp_path, capsys):
     }
     factory = scripted(plan)
     out = tmp_path / "out" / "result.json"
-    code = run_error_attribution.main(
+    code = attribution_cli.main(
         [str(bench_dir), "mem0", "--output-path", str(out), *BASE_ARGS, "--max-retries", "0"], model_factory=factory
     )
     assert code == 0
@@ -99,7 +99,7 @@ def test_operation_block_search_strategy_with_scripted_tools(bench_dir, tmp_path
     out = tmp_path / "obs.json"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "operation_block_search",
             "--retrieval-type", "sparse", "--no-progress", "--max-iters", "6", "--bootstrap-samples", "0"]
-    assert run_error_attribution.main(args, model_factory=scripted(plan)) == 0
+    assert attribution_cli.main(args, model_factory=scripted(plan)) == 0
     data = json.loads(out.read_text())
     assert data["metrics"]["failed_cases"] == 0
     assert data["metrics"]["error_type_prediction_accuracy"] == 0.25
@@ -110,7 +110,7 @@ def test_evidence_flow_strategy_needs_no_credentials(bench_dir, tmp_path):
     out = tmp_path / "ef.json"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0"]
-    assert run_error_attribution.main(args) == 0
+    assert attribution_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert data["metrics"]["total_cases"] == 4
     assert data["metrics"]["error_attribution_cost"]["average_input_tokens"] == 0
@@ -131,7 +131,7 @@ def test_secrets_never_reach_outputs_or_cache(bench_dir, tmp_path):
     cache = tmp_path / "cache"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--api-config-path", str(cfg), "--cache-dir", str(cache),
             *BASE_ARGS, "--max-retries", "0", "--embedding-api-key", "emb-key-777777"]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     text = out.read_text()
     assert secret not in text and "emb-key-777777" not in text
     assert "***" in text
@@ -142,14 +142,14 @@ def test_secrets_never_reach_outputs_or_cache(bench_dir, tmp_path):
 
 def test_bad_inputs_exit_2(tmp_path, capsys, bench_dir):
     with pytest.raises(SystemExit) as exc:
-        run_error_attribution.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.txt")])
+        attribution_cli.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.txt")])
     assert exc.value.code == 2
-    code = run_error_attribution.main([str(tmp_path / "nowhere"), "rag", "--output-path", str(tmp_path / "x.json"), "--no-progress"])
+    code = attribution_cli.main([str(tmp_path / "nowhere"), "rag", "--output-path", str(tmp_path / "x.json"), "--no-progress"])
     assert code == 2
     assert "place its JSON files" in capsys.readouterr().err
-    code = run_error_attribution.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.json"), "--sample-size", "3", "--no-progress"])
+    code = attribution_cli.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.json"), "--sample-size", "3", "--no-progress"])
     assert code == 2 and "--sample-size" in capsys.readouterr().err
-    code = run_error_attribution.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.json"),
+    code = attribution_cli.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "x.json"),
                                        "--exploration-strategy", "long_context", "--no-progress"])
     assert code == 2 and "no credentials" in capsys.readouterr().err
 
@@ -158,7 +158,7 @@ def test_sampling_keeps_all_cases_of_chosen_graphs(bench_dir, tmp_path):
     out = tmp_path / "sample.json"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--sample-size", "1", "--seed", "42", "--no-progress", "--starting-nodes-type", "source_evidence"]
-    assert run_error_attribution.main(args) == 0
+    assert attribution_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert len(data["sampled_graph_paths"]) == 1
     assert data["metrics"]["total_cases"] == 2
@@ -168,7 +168,7 @@ DRIVER = textwrap.dedent(
     """
     import asyncio, sys
     sys.path.insert(0, {repo!r})
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
     from graphtrace import answer
     from membase.clients import FunctionChatModel, ScriptedChatModel
 
@@ -179,7 +179,7 @@ DRIVER = textwrap.dedent(
             return FunctionChatModel(hang)
         return ScriptedChatModel([answer("ExtractionError", {op!r}, {reason!r})])
 
-    sys.exit(run_error_attribution.main(sys.argv[1:], model_factory=factory))
+    sys.exit(attribution_cli.main(sys.argv[1:], model_factory=factory))
     """
 )
 
@@ -217,7 +217,7 @@ def test_kill_and_rerun_resumes_from_the_journal(bench_dir, tmp_path):
         executed.append(ctx.case.metadata["annotation"]["final_error_type"])
         return ScriptedChatModel([answer("UpdateError", OP_UPDATE_5, REASON)])
 
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     assert executed == ["UpdateError", "ResponseError"]  # the journalled cases were not run again
     data = json.loads(out.read_text())
     assert [r["attribution_cached"] for r in data["results"]] == [True, True, False, False]
@@ -240,7 +240,7 @@ def test_graph_search_strategy_with_scripted_agent(bench_dir, tmp_path):
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "graph_search",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--max-iters", "3", "--bootstrap-samples", "0",
             "--max-retries", "0", "--use-system-prior"]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     data = json.loads(out.read_text())
     results = data["results"]
     assert results[0]["is_error_type_correct"] and results[0]["is_op_id_correct"]
@@ -276,12 +276,12 @@ def test_flags_reach_the_strategy(bench_dir, tmp_path):
         out = tmp_path / "flags.json"
         base = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "record", "--no-progress",
                 "--bootstrap-samples", "0"]
-        assert run_error_attribution.main([*base, "--no-provide-starting-nodes", "--use-system-prior",
+        assert attribution_cli.main([*base, "--no-provide-starting-nodes", "--use-system-prior",
                                            "--custom-prior", str(prior), "--max-trace-nodes", "6"]) == 0
         assert all(c.evidence_ids is None and c.memory_system == "mem0" for c in seen)
         assert seen[0].custom_prior_knowledge == "custom prior text" and seen[0].config.max_trace_nodes == 6
         seen.clear()
-        assert run_error_attribution.main([*base, "--retrieval-type", "sparse", "--num-starting-points", "2"]) == 0
+        assert attribution_cli.main([*base, "--retrieval-type", "sparse", "--num-starting-points", "2"]) == 0
         # BM25 hits with a non-positive score are dropped, so a tiny corpus can yield fewer than 2
         assert all(c.evidence_is_pseudo and 1 <= len(c.evidence_ids) <= 2 and c.memory_system is None for c in seen)
     finally:

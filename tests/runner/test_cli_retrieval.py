@@ -2,12 +2,12 @@ import json
 
 import pytest
 
-import eval_retrieval_performance
+from toolkits import retrieval_cli
 
 
 def test_recall_lines_per_source_and_overall(bench_dir, tmp_path, capsys):
     out = tmp_path / "recall.json"
-    code = eval_retrieval_performance.main(
+    code = retrieval_cli.main(
         [str(bench_dir), "mem0", "--k", "1", "--retrieval-type", "sparse", "--output-path", str(out)]
     )
     assert code == 0
@@ -23,7 +23,7 @@ def test_recall_lines_per_source_and_overall(bench_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("retrieval_type", ["dense", "hybrid"])
 def test_dense_types_run_with_fake_embedder(bench_dir, retrieval_type, capsys):
-    code = eval_retrieval_performance.main(
+    code = retrieval_cli.main(
         [str(bench_dir), "mem0", "--k", "5", "--retrieval-type", retrieval_type, "--embedding-provider", "hashing"]
     )
     assert code == 0
@@ -32,13 +32,13 @@ def test_dense_types_run_with_fake_embedder(bench_dir, retrieval_type, capsys):
 
 
 def test_reference_algorithm_flag(bench_dir, capsys):
-    assert eval_retrieval_performance.main([str(bench_dir), "mem0", "--k", "2", "--retrieval-type", "sparse",
+    assert retrieval_cli.main([str(bench_dir), "mem0", "--k", "2", "--retrieval-type", "sparse",
                                             "--retrieval-algorithm", "reference"]) == 0
     assert "(overall)" in capsys.readouterr().out
 
 
 def test_missing_data_exit_2(tmp_path, capsys):
-    assert eval_retrieval_performance.main([str(tmp_path), "rag"]) == 2
+    assert retrieval_cli.main([str(tmp_path), "rag"]) == 2
     assert "error:" in capsys.readouterr().err
 
 
@@ -66,7 +66,7 @@ def test_embedding_endpoint_down_exits_2_without_traceback(bench_dir, capsys, mo
             raise error
 
     monkeypatch.setattr(toolkits._embeddings, "make_embedder", lambda *a, **k: Down())
-    code = eval_retrieval_performance.main([str(bench_dir), "mem0", "--retrieval-type", "dense",
+    code = retrieval_cli.main([str(bench_dir), "mem0", "--retrieval-type", "dense",
                                             "--embedding-provider", "openai", "--embedding-base-url",
                                             "http://127.0.0.1:9/v1", "--embedding-api-key", "k"])
     err = capsys.readouterr().err

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-import run_error_attribution
 from graphtrace import answer
 from membase.clients import ScriptedChatModel
+from toolkits.attribution import cli as attribution_cli
 
 BENCH = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
 REASON = "The operation dropped the critical information from its output, so no later step could recover it."
@@ -29,7 +29,7 @@ def test_seed_adds_frontier_and_hint(tmp_path: Path, seeded: bool) -> None:
             "--starting-nodes-type", "source_evidence", "--no-progress", "--max-iters", "4",
             "--bootstrap-samples", "0", "--max-retries", "0", "--use-system-prior",
             "--evidence-flow-seed" if seeded else "--no-evidence-flow-seed"]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     assert json.loads(out.read_text())["metrics"]["failed_cases"] == 0
     for ann, model in built:
         sent = json.dumps([c.messages for c in model.calls])

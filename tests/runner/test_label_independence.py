@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-import run_error_attribution
 from graphtrace import answer
 from membase.clients import FunctionChatModel
+from toolkits.attribution import cli as attribution_cli
 from toolkits.bench_utils import ERROR_TYPES
 
 from .conftest import OP_EXTRACT_5, OP_QA_1, OP_SEARCH_1, OP_UPDATE_5
@@ -71,7 +71,7 @@ def test_scrambled_gold_labels_leave_predictions_unchanged(bench_dir, tmp_path, 
         args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", strategy,
                 "--starting-nodes-type", evidence, "--retrieval-type", "sparse", "--no-progress",
                 "--bootstrap-samples", "0", "--max-iters", "3", "--max-retries", "0"]
-        assert run_error_attribution.main(args, model_factory=factory) == 0
+        assert attribution_cli.main(args, model_factory=factory) == 0
         return json.loads(out.read_text())
 
     before = run("before")

@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-import run_error_attribution
 from graphtrace import answer
 from membase.cli import main as membase_main
 from membase.clients import ScriptedChatModel
+from toolkits.attribution import cli as attribution_cli
 
 from .conftest import interrupt_after_the_run
 
@@ -50,7 +50,7 @@ def membase_run(locomo_path, tmp_path):
 
 def _attribute(run_dir, out, *extra, split=None, model_factory=None):
     args = [str(run_dir), *([split] if split else []), "--output-path", str(out), "--no-progress", *extra]
-    return run_error_attribution.main(args, model_factory=model_factory)
+    return attribution_cli.main(args, model_factory=model_factory)
 
 
 def test_a_membase_run_folder_is_attributed_without_gold_labels(membase_run, tmp_path, capsys):

@@ -22,7 +22,7 @@ def _texts(model):
 
 @pytest.mark.parametrize("identities", [False, True])
 def test_the_runner_strategy_shows_ids_and_lineage_only_when_asked(bench_dir, tmp_path, identities):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     models = []
 
@@ -35,7 +35,7 @@ def test_the_runner_strategy_shows_ids_and_lineage_only_when_asked(bench_dir, tm
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "operation_block_search",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
             "--max-iters", "4", *(["--obs-identities"] if identities else [])]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     assert json.loads(out.read_text())["metrics"]["failed_cases"] == 0
     seen = _texts(models[0])
     assert ("<full_node_id>" in seen) is identities  # variable ids in the log

@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
-import run_error_attribution
 from membase.clients import ScriptedChatModel
 from toolkits._case_cache import CaseCache
+from toolkits.attribution import cli as attribution_cli
 from toolkits.runner import MemTraceConfig, MemTraceRunner
 from toolkits.strategies import register_strategy, unregister_strategy
 
@@ -54,7 +54,7 @@ def test_a_key_straddling_the_cut_is_never_written_half_masked(bench_dir, tmp_pa
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--api-config-path", str(cfg),
             "--exploration-strategy", "long_context", "--starting-nodes-type", "source_evidence", "--no-progress",
             "--bootstrap-samples", "0", "--max-retries", "0", "--max-iters", "2", "--cache-dir", str(tmp_path / "c")]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     text = out.read_text()
     assert SECRET[:8] not in text  # not even the start of the key survives the cut
     failure = json.loads(text)["results"][0]["attribution_failure"]
@@ -95,9 +95,9 @@ def test_agent_failure_text_keeps_the_whole_key_for_the_caller_to_mask():
 def test_editing_a_graph_invalidates_its_cached_answers(bench_dir, tmp_path):
     cache = tmp_path / "cache"
     out = tmp_path / "o.json"
-    assert run_error_attribution.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
+    assert attribution_cli.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
     assert not any(r["attribution_cached"] for r in json.loads(out.read_text())["results"])
-    assert run_error_attribution.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
+    assert attribution_cli.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
     assert all(r["attribution_cached"] for r in json.loads(out.read_text())["results"])
     # same file, same graph_id, one message reworded: graph a's cases must run again
     a = bench_dir / "mem0" / "a.json"
@@ -105,7 +105,7 @@ def test_editing_a_graph_invalidates_its_cached_answers(bench_dir, tmp_path):
     node = next(n for n in data["data"]["nodes"] if n["category"] == "message")
     node["value"] = node["value"].replace("Caroline", "Carolyn")
     a.write_text(json.dumps(data))
-    assert run_error_attribution.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
+    assert attribution_cli.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
     results = json.loads(out.read_text())["results"]
     assert [r["attribution_cached"] for r in results] == [False, False, True, True]  # a.json's, then b.json's
 
@@ -174,7 +174,7 @@ def test_annotations_without_final_op_id_are_attributed_and_scored_wrong(bench_d
     a.write_text(json.dumps(data))
     out = tmp_path / "o.json"
     with pytest.warns(UserWarning, match="2 annotation\\(s\\) have no final_op_id"):
-        assert run_error_attribution.main(_ef_args(bench_dir, out)) == 0
+        assert attribution_cli.main(_ef_args(bench_dir, out)) == 0
     data = json.loads(out.read_text())
     assert data["metrics"]["total_cases"] == 4
     assert [r["is_op_id_correct"] for r in data["results"][:2]] == [False, False]
@@ -289,7 +289,7 @@ def test_an_output_path_that_is_a_folder_exits_2_before_any_case(bench_dir, tmp_
     monkeypatch.setattr(MemTraceRunner, "arun", lambda *a, **k: ran.append(1))
     folder = tmp_path / "out.json"
     folder.mkdir()
-    assert run_error_attribution.main(_ef_args(bench_dir, folder)) == 2
+    assert attribution_cli.main(_ef_args(bench_dir, folder)) == 2
     assert "is a folder" in _one_error_line(capsys) and not ran
 
 
@@ -309,7 +309,7 @@ def test_malformed_annotations_are_one_line_naming_file_and_field(bench_dir, tmp
     data = json.loads(a.read_text())
     edit(data["data"]["annotations"])
     a.write_text(json.dumps(data))
-    assert run_error_attribution.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
+    assert attribution_cli.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
     err = _one_error_line(capsys)
     assert str(a) in err and field in err
 
@@ -319,7 +319,7 @@ def test_annotations_that_are_not_a_list_are_one_line(bench_dir, tmp_path, capsy
     data = json.loads(a.read_text())
     data["data"]["annotations"] = {"query_id": "x"}
     a.write_text(json.dumps(data))
-    assert run_error_attribution.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
+    assert attribution_cli.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
     assert "data.annotations: expected a list" in _one_error_line(capsys)
 
 
@@ -329,7 +329,7 @@ def test_a_node_without_class_name_names_the_real_problem(bench_dir, tmp_path, c
     index = next(i for i, n in enumerate(data["data"]["nodes"]) if n["class_name"])
     del data["data"]["nodes"][index]["class_name"]
     a.write_text(json.dumps(data))
-    assert run_error_attribution.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
+    assert attribution_cli.main(_ef_args(bench_dir, tmp_path / "o.json")) == 2
     err = _one_error_line(capsys)
     assert f"data.nodes[{index}]" in err and "missing key 'class_name'" in err and "missing node" not in err
 
@@ -342,7 +342,7 @@ def test_annotations_without_final_error_type_are_skipped_with_a_count(bench_dir
     a.write_text(json.dumps(data))
     out = tmp_path / "o.json"
     with pytest.warns(UserWarning, match="2 annotation\\(s\\) without a final_error_type were skipped"):
-        assert run_error_attribution.main(_ef_args(bench_dir, out)) == 0
+        assert attribution_cli.main(_ef_args(bench_dir, out)) == 0
     assert json.loads(out.read_text())["metrics"]["total_cases"] == 2
 
 
@@ -353,7 +353,7 @@ def test_annotations_without_final_error_type_are_skipped_with_a_count(bench_dir
 )
 def test_negative_counts_are_usage_errors(bench_dir, tmp_path, capsys, flag, value):
     with pytest.raises(SystemExit) as exit_info:
-        run_error_attribution.main(_ef_args(bench_dir, tmp_path / "o.json", flag, value))
+        attribution_cli.main(_ef_args(bench_dir, tmp_path / "o.json", flag, value))
     assert exit_info.value.code == 2 and flag in capsys.readouterr().err
 
 
@@ -364,7 +364,7 @@ def test_ctrl_c_while_graphs_load_is_one_line_and_exit_130(bench_dir, tmp_path, 
         raise KeyboardInterrupt
 
     monkeypatch.setattr(bench_utils, "load_memtracebench", interrupted)
-    assert run_error_attribution.main(_ef_args(bench_dir, tmp_path / "o.json")) == 130
+    assert attribution_cli.main(_ef_args(bench_dir, tmp_path / "o.json")) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("interrupted") and "\n" not in err and "Traceback" not in err
     assert not (tmp_path / "o.json").exists()
@@ -394,7 +394,7 @@ def test_each_case_is_journalled_once_and_the_output_written_once(bench_dir, tmp
     try:
         args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "count_journal",
                 "--no-provide-starting-nodes", "--no-progress", "--bootstrap-samples", "0", "--batch-size", "1"]
-        assert run_error_attribution.main(args) == 0
+        assert attribution_cli.main(args) == 0
     finally:
         unregister_strategy("count_journal")
     assert seen_lines == [0, 1, 2, 3]
@@ -409,8 +409,8 @@ def test_a_damaged_or_torn_journal_line_is_attributed_again(bench_dir, tmp_path,
     journal = journal_path(out)
     real_run = asyncio.run
     interrupt_after_the_run(monkeypatch)  # a run whose every case finished, then Ctrl-C
-    assert run_error_attribution.main(_ef_args(bench_dir, out, "--batch-size", "1")) == 130
-    monkeypatch.setattr(run_error_attribution.asyncio, "run", real_run)
+    assert attribution_cli.main(_ef_args(bench_dir, out, "--batch-size", "1")) == 130
+    monkeypatch.setattr(asyncio, "run", real_run)
     first = json.loads(out.read_text())
     header, *lines = journal.read_text().splitlines()
     assert len(lines) == 4
@@ -419,7 +419,7 @@ def test_a_damaged_or_torn_journal_line_is_attributed_again(bench_dir, tmp_path,
     journal.write_text("\n".join([header, lines[0], lines[1], json.dumps(third), lines[3][: len(lines[3]) // 2]]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert run_error_attribution.main(_ef_args(bench_dir, out)) == 0
+        assert attribution_cli.main(_ef_args(bench_dir, out)) == 0
     messages = [str(w.message) for w in caught]
     assert any("1 unreadable line(s)" in m for m in messages)
     assert any("ignoring the stored result" in m for m in messages)
@@ -436,7 +436,7 @@ def test_no_resume_ignores_an_old_journal(bench_dir, tmp_path):
 
     out = tmp_path / "o.json"
     journal_path(out).write_text('{"format": "memtrace-attribution-journal", "version": 1}\n')
-    assert run_error_attribution.main(_ef_args(bench_dir, out, "--no-resume")) == 0
+    assert attribution_cli.main(_ef_args(bench_dir, out, "--no-resume")) == 0
     assert not journal_path(out).exists()
 
 
@@ -450,7 +450,7 @@ def test_output_cache_and_journal_follow_the_umask(bench_dir, tmp_path):
     try:
         out = tmp_path / "o.json"
         cache = tmp_path / "cache"
-        assert run_error_attribution.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
+        assert attribution_cli.main(_ef_args(bench_dir, out, "--cache-dir", str(cache))) == 0
         journal = ResultJournal(tmp_path / "j.jsonl")
         journal.open(keep_existing=False)
         journal.close()
@@ -472,12 +472,13 @@ def test_build_output_keeps_the_reference_layout(bench_dir):
     from toolkits.runner import CaseResult, RunCosts
 
     graphs, cases = load_memtracebench(str(bench_dir), "mem0")
-    args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=0, seed=0,
-                     exploration_strategy="evidence_flow", model_name="m")
+    from toolkits.attribution import OutputSettings, build_output
+
+    args = OutputSettings(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=0, seed=0,
+                          exploration_strategy="evidence_flow", model="m")
     results = [CaseResult(index=i, prediction={"error_type": "ExtractionError", "op_id": OP_EXTRACT_5, "reason": "r"})
                for i in range(len(cases))]
-    output = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()),
-                                                graphs=graphs)
+    output = build_output(args, cases, Namespace(results=results, costs=RunCosts()), graphs=graphs)
     assert {"split", "sampled_graph_paths", "results", "metrics"} <= set(output)
     assert output["metrics"]["error_type_prediction_accuracy"] == 0.25
     assert output["results"][0]["attributed_operation"]["op_name"] == "memory_system.extract_facts"

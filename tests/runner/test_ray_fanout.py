@@ -9,10 +9,10 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'memtrace-llm[ray]')")
 
-import run_error_attribution  # noqa: E402
 from membase.cli import main as membase_main  # noqa: E402
 from membase.runners._canonical import run_differences  # noqa: E402
 from tests.membase._fanout_data import write_dataset  # noqa: E402
+from toolkits.attribution import cli as attribution_cli  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10-20 s to start on a 2-core box
 
@@ -61,7 +61,7 @@ def _comparable(path):
 def test_attribution_on_ray_matches_local_and_an_interrupted_run_resumes(membase_runs, tmp_path, monkeypatch, capsys):
     run = str(membase_runs / "local")
     local, on_ray = tmp_path / "local.json", tmp_path / "ray.json"
-    assert run_error_attribution.main([run, "--output-path", str(local), *ATTRIBUTION]) == 0
+    assert attribution_cli.main([run, "--output-path", str(local), *ATTRIBUTION]) == 0
 
     import toolkits._fanout as fanout
 
@@ -75,13 +75,13 @@ def test_attribution_on_ray_matches_local_and_an_interrupted_run_resumes(membase
 
     monkeypatch.setattr(fanout, "fan_out", stop_after_first_task)
     argv = [run, "--output-path", str(on_ray), *ATTRIBUTION, "--executor", "ray"]
-    assert run_error_attribution.main(argv) == 130
+    assert attribution_cli.main(argv) == 130
     assert "interrupted: 2 of 6 case(s) finished" in capsys.readouterr().err
     journal = tmp_path / "ray.json.journal.jsonl"
     assert len(journal.read_text().splitlines()) == 1 + 2  # header and the finished task's two cases
 
     monkeypatch.setattr(fanout, "fan_out", real)
-    assert run_error_attribution.main(argv) == 0
+    assert attribution_cli.main(argv) == 0
     assert not journal.exists()
     assert _comparable(on_ray) == _comparable(local)
     cached = [r["attribution_cached"] for r in json.loads(on_ray.read_text())["results"]]

@@ -214,26 +214,26 @@ def _cli_args(bench_dir, out, *extra):
 
 
 def test_unwritable_output_or_cache_exits_2_before_any_case(bench_dir, tmp_path, capsys, monkeypatch):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     ran = []
     monkeypatch.setattr(MemTraceRunner, "arun", lambda *a, **k: ran.append(1))
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder")
-    assert run_error_attribution.main(_cli_args(bench_dir, blocker / "out.json")) == 2
+    assert attribution_cli.main(_cli_args(bench_dir, blocker / "out.json")) == 2
     assert "cannot write --output-path" in capsys.readouterr().err
     args = _cli_args(bench_dir, tmp_path / "o.json", "--cache-dir", str(blocker / "cache"))
-    assert run_error_attribution.main(args) == 2
+    assert attribution_cli.main(args) == 2
     assert "--cache-dir" in capsys.readouterr().err and not ran
 
 
 def test_interrupt_writes_every_finished_case_and_keeps_the_journal(bench_dir, tmp_path, capsys, monkeypatch):
-    import run_error_attribution
     from toolkits._journal import journal_path
+    from toolkits.attribution import cli as attribution_cli
 
     out = tmp_path / "out" / "ck.json"
     interrupt_after_the_run(monkeypatch)  # Ctrl-C right after the last case finished
-    assert run_error_attribution.main(_cli_args(bench_dir, out, "--batch-size", "1")) == 130
+    assert attribution_cli.main(_cli_args(bench_dir, out, "--batch-size", "1")) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("interrupted: 4 of 4 case(s)") and "\n" not in err and "rerun the same command" in err
     data = json.loads(out.read_text())
@@ -252,22 +252,22 @@ def test_failed_records_have_a_placeholder_and_count_as_failed():
 
 
 def test_redaction_touches_only_our_free_text(bench_dir, tmp_path):
-    import run_error_attribution
+    from toolkits.attribution import OutputSettings, build_output
 
     secret = "sk-live-REAL-0123456789"
     a = bench_dir / "mem0" / "a.json"
     data = json.loads(a.read_text())
     data["data"]["annotations"][0]["query"] = f"'Where is test {secret}?'"  # benchmark text
     a.write_text(json.dumps(data))
-    args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=0, seed=0,
-                     exploration_strategy="evidence_flow", model_name="m")
+    args = OutputSettings(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=0, seed=0,
+                          exploration_strategy="evidence_flow", model="m")
     from toolkits.bench_utils import load_memtracebench
 
     _, cases = load_memtracebench(str(bench_dir), "mem0", filter_non_memory_errors=True)
     results = [CaseResult(index=i, prediction=None, failure=f"401 bad key {secret} (test)") for i in range(len(cases))]
     results[1] = CaseResult(index=1, prediction={"error_type": "UpdateError", "op_id": "op", "reason": f"echo {secret}"})
     report = Namespace(results=results, costs=RunCosts())
-    output = run_error_attribution.build_output(args, cases, report, secrets=[secret, "test", "EMPTY"])
+    output = build_output(args, cases, report, secrets=[secret, "test", "EMPTY"])
     query = next(r["query"] for r in output["results"] if "Where is" in r["query"])
     assert secret in query and "test" in query  # the benchmark's own text is copied unchanged
     assert output["results"][0]["attribution_failure"] == "401 bad key *** (test)"
@@ -276,29 +276,30 @@ def test_redaction_touches_only_our_free_text(bench_dir, tmp_path):
 
 
 def test_custom_prior_path_that_does_not_exist_exits_2(bench_dir, tmp_path, capsys):
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
 
     for prior in ("priors/mem0.txt", "notes.md", str(tmp_path / "missing")):
-        code = run_error_attribution.main(_cli_args(bench_dir, tmp_path / "p.json", "--custom-prior", prior))
+        code = attribution_cli.main(_cli_args(bench_dir, tmp_path / "p.json", "--custom-prior", prior))
         assert code == 2 and "looks like a path" in capsys.readouterr().err
-    assert run_error_attribution._read_text_or_file("Mem0 rewrites facts on update.") == "Mem0 rewrites facts on update."
+    from toolkits.attribution.inputs import read_prior
+
+    assert read_prior("Mem0 rewrites facts on update.") == "Mem0 rewrites facts on update."
     f = tmp_path / "prior.txt"
     f.write_text("from a file")
-    assert run_error_attribution._read_text_or_file(str(f)) == "from a file"
+    assert read_prior(str(f)) == "from a file"
 
 
 # -- 12. one definition of the error types and split names ------------------------------------
 
 
 def test_error_types_and_splits_have_one_definition():
-    import eval_retrieval_performance
     import graphtrace
-    import run_error_attribution
-    from toolkits import bench_utils, metrics
+    from toolkits import bench_utils, metrics, retrieval_cli
+    from toolkits.attribution import cli as attribution_cli
 
     assert metrics.ERROR_TYPES is bench_utils.ERROR_TYPES
     assert tuple(graphtrace.ERROR_TYPES) == bench_utils.ERROR_TYPES
-    assert run_error_attribution.SPLITS is eval_retrieval_performance.SPLITS is bench_utils.MEMTRACEBENCH_SPLITS
+    assert attribution_cli.SPLITS is retrieval_cli.SPLITS is bench_utils.MEMTRACEBENCH_SPLITS
 
 
 def test_runner_refuses_an_unwritable_cache_before_any_case(fake_strategy, bench_graph, tmp_path):
@@ -312,9 +313,9 @@ def test_runner_refuses_an_unwritable_cache_before_any_case(fake_strategy, bench
 def test_agent_api_errors_are_retried_by_type_end_to_end(bench_dir, tmp_path):
     import httpx
 
-    import run_error_attribution
     from graphtrace import answer
     from membase.clients import ScriptedChatModel
+    from toolkits.attribution import cli as attribution_cli
 
     from .conftest import OP_EXTRACT_5
     from .test_cli_attribution import REASON
@@ -331,7 +332,7 @@ def test_agent_api_errors_are_retried_by_type_end_to_end(bench_dir, tmp_path):
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "long_context",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
             "--max-retries", "1", "--retry-backoff", "0", "--max-iters", "3"]
-    assert run_error_attribution.main(args, model_factory=factory) == 0
+    assert attribution_cli.main(args, model_factory=factory) == 0
     data = json.loads(out.read_text())
     assert data["metrics"]["failed_cases"] == 0
     assert [r["attribution_attempts"] for r in data["results"]] == [2, 2, 2, 2]

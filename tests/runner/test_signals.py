@@ -27,7 +27,7 @@ DRIVER = textwrap.dedent(
     # otherwise pass SIG_IGN down to this process
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {repo!r})
-    import run_error_attribution
+    from toolkits.attribution import cli as attribution_cli
     from graphtrace import answer
     from membase.clients import FunctionChatModel, ScriptedChatModel
 
@@ -38,7 +38,7 @@ DRIVER = textwrap.dedent(
             return FunctionChatModel(hang)
         return ScriptedChatModel([answer("ExtractionError", {op!r}, {reason!r})])
 
-    sys.exit(run_error_attribution.main(sys.argv[1:], model_factory=factory))
+    sys.exit(attribution_cli.main(sys.argv[1:], model_factory=factory))
     """
 )
 
@@ -98,7 +98,7 @@ def test_a_disk_full_while_writing_leaves_the_previous_output_whole(bench_dir, t
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0"]
     env = child_env(REPO)
-    code = "import sys, run_error_attribution; sys.exit(run_error_attribution.main(sys.argv[1:]))"
+    code = "import sys; from toolkits.attribution.cli import main; sys.exit(main(sys.argv[1:]))"
     first = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=300)
     assert first.returncode == 0, first.stderr
@@ -109,8 +109,8 @@ def test_a_disk_full_while_writing_leaves_the_previous_output_whole(bench_dir, t
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
-        "import run_error_attribution\n"
-        "sys.exit(run_error_attribution.main(sys.argv[1:]))\n"
+        "from toolkits.attribution.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
     )
     second = subprocess.run([sys.executable, "-c", limited, *args, "--no-resume"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=300)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-import generate_report
-import run_error_attribution
 from toolkits._case_cache import InvalidEntryError, validate_entry
+from toolkits.attribution import cli as attribution_cli
+from toolkits.report import cli as report_cli
 from toolkits.runner import CaseResult
 
 FAULTBENCH = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
 
 
 def _attribute(out: Path, *extra: str, split: str = "long_context") -> list[dict]:
-    code = run_error_attribution.main([str(FAULTBENCH), split, "--exploration-strategy", "evidence_flow",
+    code = attribution_cli.main([str(FAULTBENCH), split, "--exploration-strategy", "evidence_flow",
                                        "--output-path", str(out), "--no-progress", *extra])
     assert code == 0
     return json.loads(out.read_text(encoding="utf-8"))["results"]
@@ -84,7 +84,7 @@ def test_stored_details_are_validated():
 def test_the_report_funnel_places_every_case_by_its_trail(first_run, tmp_path):
     root, records = first_run
     save = tmp_path / "report"
-    code = generate_report.main(["--data-path", str(root / "first.json"), "--save-folder", str(save), "--no-llm",
+    code = report_cli.main(["--data-path", str(root / "first.json"), "--save-folder", str(save), "--no-llm",
                                  "--no-png", "--no-progress"])
     assert code == 0
     funnel = json.loads((save / "error_analysis_report.json").read_text())["statistics"]["loss_funnel"]["overall"]

@@ -9,11 +9,14 @@ from argparse import Namespace
 
 import pytest
 
-import run_error_attribution
+from toolkits import attribution
 from toolkits import runner as runner_module
 from toolkits._base import ApiPool, CredentialError
 from toolkits._case_cache import CaseCache, InvalidEntryError, validate_entry
 from toolkits._journal import JOURNAL_FORMAT, ResultJournal, journal_path
+from toolkits.attribution import cli as attribution_cli
+from toolkits.attribution import inputs as attribution_inputs
+from toolkits.attribution import session as attribution_session
 from toolkits.metrics import prediction_distribution, recall_at_k, recall_by_group
 from toolkits.retrieval import OURS_SETTINGS, REFERENCE_SETTINGS
 from toolkits.runner import CaseResult, MemTraceConfig, MemTraceRunner, RunReport
@@ -221,7 +224,7 @@ def test_costs_of_counts_cached_and_executed_cases_apart():
         CaseResult(index=3, prediction=None, failure="y", cached=False),
         CaseResult(index=4, prediction={"error_type": "UpdateError"}, cached=True),
     ]
-    costs = run_error_attribution._costs_of(results)
+    costs = attribution.run_costs(results)
     assert (costs.cached_cases, costs.executed_cases, costs.failed_cases) == (2, 3, 2)
     assert (costs.total_input_tokens, costs.total_output_tokens, costs.total_model_calls) == (40, 4, 3)
     assert costs.total_seconds == 6.0
@@ -423,11 +426,11 @@ def test_per_type_rows_list_the_five_types_first_then_others_sorted():
 def test_operation_info_names_the_blamed_operation(bench_graph):
     from .conftest import OP_UPDATE_5
 
-    assert run_error_attribution._operation_info(bench_graph, OP_UPDATE_5) == {
+    assert attribution.operation_info(bench_graph, OP_UPDATE_5) == {
         "op_name": "memory_system.update_memory_decision", "category": "update"}
-    assert run_error_attribution._operation_info(bench_graph, "op-unknown") is None
-    assert run_error_attribution._operation_info(bench_graph, "") is None
-    assert run_error_attribution._operation_info(None, OP_UPDATE_5) is None
+    assert attribution.operation_info(bench_graph, "op-unknown") is None
+    assert attribution.operation_info(bench_graph, "") is None
+    assert attribution.operation_info(None, OP_UPDATE_5) is None
 
 
 def test_build_output_defaults_and_length_check(bench_dir):
@@ -435,24 +438,24 @@ def test_build_output_defaults_and_length_check(bench_dir):
     from toolkits.runner import RunCosts
 
     _, cases = load_memtracebench(str(bench_dir), "mem0")
-    args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=0,
-                     exploration_strategy="evidence_flow", model_name="m")
+    args = attribution.OutputSettings(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=0,
+                                      exploration_strategy="evidence_flow", model="m")
     results = [CaseResult(index=i, prediction={"error_type": "UpdateError", "op_id": "o", "reason": "r"})
                for i in range(len(cases))]
-    out = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
+    out = attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
     assert out["complete"] is True and out["source"] == "memtracebench"
     assert out["metrics"]["confidence_intervals_95"]["joint_accuracy"] is not None  # args.bootstrap_samples used
     assert all(r["attributed_operation"] is None for r in out["results"])  # no graphs given
-    partial = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()),
-                                                 complete=False, bootstrap_samples=0)
+    partial = attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()),
+                                       complete=False, bootstrap_samples=0)
     assert partial["complete"] is False and partial["metrics"]["confidence_intervals_95"]["joint_accuracy"] is None
     with pytest.raises(ValueError):
-        run_error_attribution.build_output(args, cases, Namespace(results=results[:-1], costs=RunCosts()))
+        attribution.build_output(args, cases, Namespace(results=results[:-1], costs=RunCosts()))
 
 
 def test_reference_flags_keep_their_names_and_defaults():
     """spec-attribution §6.1: the reference's flags and defaults, then ours."""
-    args = run_error_attribution.build_parser().parse_args(["data", "mem0", "--output-path", "o.json"])
+    args = attribution_cli.build_parser().parse_args(["data", "mem0", "--output-path", "o.json"])
     reference = {
         "dataset_dir": "data", "split": "mem0", "output_path": "o.json", "sample_size": None, "seed": 42,
         "batch_size": 4, "provide_starting_nodes": True, "starting_nodes_type": "pseudo_source_evidence",
@@ -475,7 +478,7 @@ def test_reference_flags_keep_their_names_and_defaults():
         "replay_answer_model": None, "replay_offline": False, "replay_labels_out": None,
     }
     assert vars(args) == {**reference, **ours}
-    flipped = run_error_attribution.build_parser().parse_args(
+    flipped = attribution_cli.build_parser().parse_args(
         ["data", "--output-path", "o.json", "--no-provide-starting-nodes", "--no-stream", "--use-system-prior",
          "--obs-identities", "--no-resume", "--llama-cpp-compat", "--no-progress", "--evidence-flow-seed"])
     assert flipped.split is None and not flipped.provide_starting_nodes and not flipped.stream
@@ -484,7 +487,7 @@ def test_reference_flags_keep_their_names_and_defaults():
 
 
 def test_config_carries_every_flag(tmp_path):
-    args = run_error_attribution.build_parser().parse_args([
+    args = attribution_cli.build_parser().parse_args([
         "d", "rag", "--output-path", "o.json", "--model-name", "m", "--temperature", "0.5", "--no-stream",
         "--studio-url", "http://s", "--project", "p", "--api-config-path", "a.json", "--exploration-strategy",
         "long_context", "--context-window", "11", "--max-context-limit", "12", "--full-log-token-limit", "13",
@@ -495,7 +498,7 @@ def test_config_carries_every_flag(tmp_path):
         "--starting-point-query-type", "query_only", "--num-starting-points", "2", "--candidate-multiplier", "3",
         "--cache-dir", str(tmp_path), "--max-retries", "1", "--retry-backoff", "0.5", "--case-timeout", "4.5",
         "--evidence-flow-seed", "--obs-identities"])
-    cfg = run_error_attribution._config(args)
+    cfg = attribution_inputs.config_from_args(args)
     expected = {
         "model": "m", "temperature": 0.5, "stream": False, "studio_url": "http://s", "project": "p",
         "api_config_path": "a.json", "exploration_strategy": "long_context", "context_window": 11,
@@ -652,19 +655,19 @@ def test_sample_keeps_every_case_of_the_graphs_the_reference_rng_draws(tmp_path)
     graphs = [Namespace(graph_id=g) for g in ["g1", "g1", "g2", "g3", "g3", "g3", "g4"]]
     cases = list(range(len(graphs)))
     chosen = set(random.Random(5).sample(["g1", "g2", "g3", "g4"], 2))
-    kept_graphs, kept_cases = run_error_attribution._sample(graphs, cases, 2, 5)
+    kept_graphs, kept_cases = attribution_inputs.sample_graphs(graphs, cases, 2, 5)
     assert kept_cases == [i for i, g in enumerate(graphs) if g.graph_id in chosen]  # input order kept
     assert [g.graph_id for g in kept_graphs] == [graphs[i].graph_id for i in kept_cases]
-    assert run_error_attribution._sample(graphs, cases, None, 5) == (graphs, cases)
-    assert run_error_attribution._sample(graphs, cases, 4, 0)[1] == cases
+    assert attribution_inputs.sample_graphs(graphs, cases, None, 5) == (graphs, cases)
+    assert attribution_inputs.sample_graphs(graphs, cases, 4, 0)[1] == cases
     for bad in (0, 5):
         with pytest.raises(ValueError, match=r"between 1 and the number of graphs \(4\), got " + str(bad)):
-            run_error_attribution._sample(graphs, cases, bad, 0)
+            attribution_inputs.sample_graphs(graphs, cases, bad, 0)
 
 
 def test_probe_folder_creates_the_folder_and_leaves_nothing(tmp_path):
     folder = tmp_path / "a" / "b"
-    run_error_attribution._probe_folder(folder)
+    attribution_inputs.probe_folder(folder)
     assert folder.is_dir() and list(folder.iterdir()) == []
     CaseCache(tmp_path / "c").check_writable()
     assert list((tmp_path / "c").iterdir()) == []
@@ -813,13 +816,13 @@ def test_a_sparse_configuration_never_warns(monkeypatch):
 def test_graph_paths_of_records():
     from pathlib import Path
 
-    bench = Namespace(dataset_dir="data", split="mem0")
+    bench = attribution.OutputSettings(dataset_dir="data", split="mem0")
     case = Namespace(metadata={"graph_filename": "a.json", "graph_path": "/elsewhere/b.json"})
-    assert run_error_attribution._graph_path(bench, case) == str(Path("data") / "mem0" / "a.json")
-    assert run_error_attribution._graph_path(bench, Namespace(metadata={"graph_path": "/x/b.json"})).endswith("b.json")
-    assert run_error_attribution._graph_path(bench, Namespace(metadata={})).endswith("mem0/unknown.json")
-    run = Namespace(dataset_dir="runs/lc", split=None, run_mode=True)
-    assert run_error_attribution._graph_path(run, case) == "/elsewhere/b.json"
+    assert attribution.record_graph_path(bench, case) == str(Path("data") / "mem0" / "a.json")
+    assert attribution.record_graph_path(bench, Namespace(metadata={"graph_path": "/x/b.json"})).endswith("b.json")
+    assert attribution.record_graph_path(bench, Namespace(metadata={})).endswith("mem0/unknown.json")
+    run = attribution.OutputSettings(dataset_dir="runs/lc", split=None, run_mode=True)
+    assert attribution.record_graph_path(run, case) == "/elsewhere/b.json"
 
 
 def test_build_record_fields(bench_graph):
@@ -828,11 +831,11 @@ def test_build_record_fields(bench_graph):
     annotation = {"query_id": "q@1", "golden_answers": ["Sweden"], "final_error_type": "UpdateError",
                   "final_op_id": OP_UPDATE_5}
     case = Namespace(metadata={"annotation": annotation, "graph_filename": "a.json"})
-    args = Namespace(dataset_dir="d", split="mem0")  # no run_mode attribute: a benchmark run
+    args = attribution.OutputSettings(dataset_dir="d", split="mem0")  # run_mode's default: a benchmark run
     good = CaseResult(index=0, prediction={"error_type": "UpdateError", "op_id": OP_UPDATE_5, "reason": "r"},
                       elapsed_seconds=1.25, attempts=2, usage={"input_tokens": 5, "output_tokens": 1, "num_calls": 1},
                       evidence_ids=["U1:D2:2@1"])
-    record = run_error_attribution.build_record(args, case, good, graph=bench_graph)
+    record = attribution.build_record(args, case, good, graph=bench_graph)
     assert record["is_error_type_correct"] is True and record["is_op_id_correct"] is True
     assert record["attribution_seconds"] == 1.25 and record["attribution_attempts"] == 2
     assert record["attribution_usage"] == {"input_tokens": 5, "output_tokens": 1, "num_calls": 1}
@@ -842,10 +845,10 @@ def test_build_record_fields(bench_graph):
     assert annotation["golden_answers"] == ["Sweden"]  # the case's annotation is copied, never shared
     both = CaseResult(index=0, prediction={"error_type": "UpdateError", "op_id": OP_UPDATE_5, "reason": "r"},
                       failure="boom")
-    failed = run_error_attribution.build_record(args, case, both, graph=bench_graph)
+    failed = attribution.build_record(args, case, both, graph=bench_graph)
     assert failed["error_attribution_result"] == {"error_type": "", "op_id": "", "reason": "boom"}
     assert failed["is_error_type_correct"] is False and failed["attributed_operation"] is None
-    empty = run_error_attribution.build_record(args, case, CaseResult(index=0, prediction=None), graph=bench_graph)
+    empty = attribution.build_record(args, case, CaseResult(index=0, prediction=None), graph=bench_graph)
     assert empty["error_attribution_result"]["reason"] == "no prediction"
 
 
@@ -860,10 +863,10 @@ def test_assemble_failures_totals_and_run_mode_distribution():
          "error_attribution_result": {"error_type": "", "op_id": "", "reason": "boom"}, "attributed_operation": None},
     ]
     cases = [Namespace(metadata={}), Namespace(metadata={})]
-    args = Namespace(split="long_context", exploration_strategy="evidence_flow", model_name="m", run_mode=True, seed=0,
-                     bootstrap_samples=0)
-    out = run_error_attribution._assemble(args, cases, records, RunCosts(executed_cases=2, total_seconds=60.0),
-                                          complete=True, extra_metrics={"skipped_adversarial": 3})
+    args = attribution.OutputSettings(dataset_dir="runs/lc", split="long_context", exploration_strategy="evidence_flow",
+                                      model="m", run_mode=True, seed=0, bootstrap_samples=0)
+    out = attribution.assemble_output(args, cases, records, RunCosts(executed_cases=2, total_seconds=60.0),
+                                      complete=True, extra_metrics={"skipped_adversarial": 3})
     m = out["metrics"]
     assert m["failures"] == [{"query_id": "q2", "graph_path": "g.json", "failure": "boom"}]
     assert m["cost_totals"] == {"executed_cases": 2, "cached_cases": 0, "failed_cases": 0, "total_input_tokens": 0,
@@ -871,8 +874,9 @@ def test_assemble_failures_totals_and_run_mode_distribution():
     assert m["prediction_distribution"]["failed_cases"] == 1 and m["failed_cases"] == 1
     assert m["prediction_distribution"]["by_error_type"]["UpdateError"] == 1 and m["skipped_adversarial"] == 3
     assert out["source"] == "membase_run" and out["sampled_graph_paths"] == ["g.json"]
-    bench = run_error_attribution._assemble(
-        Namespace(split="mem0", exploration_strategy="x", model_name="m", seed=0, bootstrap_samples=0),
+    bench = attribution.assemble_output(
+        attribution.OutputSettings(dataset_dir="d", split="mem0", exploration_strategy="x", model="m", seed=0,
+                                   bootstrap_samples=0),
         cases, [{**r, "final_error_type": "UpdateError", "final_op_id": "o"} for r in records], RunCosts(),
         complete=False)
     assert bench["source"] == "memtracebench" and bench["metrics"]["error_type_prediction_accuracy"] == 0.5
@@ -909,7 +913,7 @@ def test_outputs_are_indented_like_the_reference(bench_dir, tmp_path):
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",
             "--starting-nodes-type", "source_evidence", "--no-progress", "--bootstrap-samples", "0",
             "--cache-dir", str(tmp_path / "c")]
-    assert run_error_attribution.main(args) == 0
+    assert attribution_cli.main(args) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith('{\n    "complete": true,\n    "source": "memtracebench",\n    "split": "mem0",\n')
     data = json.loads(text)
@@ -945,23 +949,23 @@ def test_cli_error_lines_name_what_is_wrong(bench_dir, tmp_path, capsys, monkeyp
 
     folder = tmp_path / "o.json"
     folder.mkdir()
-    assert run_error_attribution.main(_ef(bench_dir, folder)) == 2
+    assert attribution_cli.main(_ef(bench_dir, folder)) == 2
     assert _err(capsys) == f"error: --output-path {str(folder)!r} is a folder; give a .json file path"
     out = tmp_path / "p.json"
     journal_path(out).mkdir()
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 2
+    assert attribution_cli.main(_ef(bench_dir, out)) == 2
     assert _err(capsys) == (f"error: {str(journal_path(out))!r} is a folder; it is where the run journals "
                             "finished cases")
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert run_error_attribution.main(_ef(bench_dir, blocker / "o.json")) == 2
+    assert attribution_cli.main(_ef(bench_dir, blocker / "o.json")) == 2
     assert _err(capsys).startswith(f"error: cannot write --output-path {str(blocker / 'o.json')!r}: ")
 
     def invalid(args):
         return MemTraceConfig(keep_recent=-1)
 
-    monkeypatch.setattr(run_error_attribution, "_config", invalid)
-    assert run_error_attribution.main(_ef(bench_dir, tmp_path / "q.json")) == 2
+    monkeypatch.setattr(attribution_session, "config_from_args", invalid)
+    assert attribution_cli.main(_ef(bench_dir, tmp_path / "q.json")) == 2
     assert _err(capsys) == "error: invalid settings: keep_recent: Input should be greater than or equal to 0"
     with pytest.raises(ValidationError):
         invalid(None)
@@ -969,12 +973,12 @@ def test_cli_error_lines_name_what_is_wrong(bench_dir, tmp_path, capsys, monkeyp
 
 def test_cli_usage_errors_for_strategies_and_folders(bench_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
-        run_error_attribution.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"),
+        attribution_cli.main([str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"),
                                     "--exploration-strategy", "nope"])
     err = capsys.readouterr().err
     assert "unknown --exploration-strategy 'nope': use one of evidence_flow, graph_search, long_context," in err
     with pytest.raises(SystemExit):
-        run_error_attribution.main([str(tmp_path), "--output-path", str(tmp_path / "o.json")])
+        attribution_cli.main([str(tmp_path), "--output-path", str(tmp_path / "o.json")])
     assert "give the MemTraceBench split (rag, mem0, evermemos, long_context)" in capsys.readouterr().err
 
 
@@ -985,12 +989,12 @@ def test_a_split_without_memory_errors_and_a_broken_run_folder(bench_dir, tmp_pa
         for a in data["data"]["annotations"]:
             a["final_error_type"] = "AnnotationError"
         f.write_text(json.dumps(data))
-    assert run_error_attribution.main(_ef(bench_dir, tmp_path / "o.json")) == 2
+    assert attribution_cli.main(_ef(bench_dir, tmp_path / "o.json")) == 2
     assert _err(capsys) == f"error: split 'mem0' under {bench_dir} has no memory-error cases"
     run = tmp_path / "run" / "traced_data" / "locomo-1"
     run.mkdir(parents=True)
     (run / "graph_evaluation.json").write_text("{not json")
-    assert run_error_attribution.main([str(tmp_path / "run"), "--output-path", str(tmp_path / "r.json"),
+    assert attribution_cli.main([str(tmp_path / "run"), "--output-path", str(tmp_path / "r.json"),
                                        "--no-progress"]) == 2
     err = _err(capsys)
     assert err.startswith(f"error: {run / 'graph_evaluation.json'}: not a graph file")
@@ -1000,13 +1004,13 @@ def test_a_benchmark_split_wins_over_a_traced_data_folder(bench_dir, tmp_path):
     (bench_dir / "traced_data" / "u").mkdir(parents=True)
     (bench_dir / "traced_data" / "u" / "graph_evaluation.json").write_text("{}")
     out = tmp_path / "o.json"
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 0
+    assert attribution_cli.main(_ef(bench_dir, out)) == 0
     assert json.loads(out.read_text())["source"] == "memtracebench"
 
 
 def test_studio_url_warns_that_forwarding_is_not_implemented(bench_dir, tmp_path):
     with pytest.warns(UserWarning, match="^--studio-url is accepted for compatibility but Studio forwarding is not"):
-        assert run_error_attribution.main(_ef(bench_dir, tmp_path / "o.json", "--studio-url", "http://s")) == 0
+        assert attribution_cli.main(_ef(bench_dir, tmp_path / "o.json", "--studio-url", "http://s")) == 0
 
 
 def test_sample_uses_the_seed(bench_dir, tmp_path):
@@ -1014,7 +1018,7 @@ def test_sample_uses_the_seed(bench_dir, tmp_path):
 
     for seed in range(1, 11):  # an unseeded draw matches all ten with probability 1/1024
         out = tmp_path / f"s{seed}.json"
-        assert run_error_attribution.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", str(seed))) == 0
+        assert attribution_cli.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", str(seed))) == 0
         chosen = random.Random(seed).sample(["graph-aaaa", "graph-bbbb"], 1)[0]
         name = {"graph-aaaa": "a.json", "graph-bbbb": "b.json"}[chosen]
         assert [p.endswith(name) for p in json.loads(out.read_text())["sampled_graph_paths"]] == [True]
@@ -1023,17 +1027,17 @@ def test_sample_uses_the_seed(bench_dir, tmp_path):
 def test_a_resumed_run_keeps_the_earlier_journal_lines(bench_dir, tmp_path, monkeypatch):
     out = tmp_path / "o.json"
     interrupt_after_the_run(monkeypatch)
-    assert run_error_attribution.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", "1")) == 130
+    assert attribution_cli.main(_ef(bench_dir, out, "--sample-size", "1", "--seed", "1")) == 130
     first_lines = journal_path(out).read_text().splitlines()
     assert len(first_lines) == 3
     # the whole split now, interrupted again at the end: the first run's lines must still be there
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 130
+    assert attribution_cli.main(_ef(bench_dir, out)) == 130
     lines = journal_path(out).read_text().splitlines()
     assert lines[:3] == first_lines and len(lines) == 5  # 2 kept + 2 new, none written twice
 
 
 def test_custom_prior_paths_and_texts(tmp_path):
-    read = run_error_attribution._read_text_or_file
+    read = attribution_inputs.read_prior
     for value in ("prior.txt", "PRIOR.TXT", "notes.md", "priors\\mem0", "priors/mem0"):
         with pytest.raises(ValueError) as info:
             read(value)
@@ -1053,7 +1057,7 @@ def test_probe_folder_probes_inside_the_folder(tmp_path, monkeypatch):
     made = []
     real = tempfile.mkstemp
     monkeypatch.setattr(tempfile, "mkstemp", lambda **kw: (made.append(kw), real(**kw))[1])
-    run_error_attribution._probe_folder(tmp_path / "x")
+    attribution_inputs.probe_folder(tmp_path / "x")
     assert made == [{"prefix": ".write-probe.", "dir": str(tmp_path / "x")}]
 
 
@@ -1089,17 +1093,17 @@ def test_journal_opens_in_new_folders_and_over_binary_junk(tmp_path):
 def test_parser_rejects_bad_values_as_usage_errors(bench_dir, capsys, flags, message):
     args = [str(bench_dir), "mem0", "--output-path", "o.json", "--no-progress", *flags]
     with pytest.raises(SystemExit) as info:
-        run_error_attribution.main(args)
+        attribution_cli.main(args)
     assert info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_parser_requires_an_output_and_a_known_split(bench_dir, capsys):
     for argv in ([str(bench_dir), "mem0"], [str(bench_dir), "nosuchsplit", "--output-path", "o.json"]):
         with pytest.raises(SystemExit) as info:
-            run_error_attribution.main(argv)
+            attribution_cli.main(argv)
         assert info.value.code == 2
     assert "invalid choice: 'nosuchsplit'" in capsys.readouterr().err
-    assert run_error_attribution.build_parser().format_usage().startswith("usage: run_error_attribution.py")
+    assert attribution_cli.build_parser().format_usage().startswith("usage: run_error_attribution.py")
 
 
 def test_progress_bar_counts_cases_and_failures(bench_dir, tmp_path, capsys):
@@ -1114,7 +1118,7 @@ def test_progress_bar_counts_cases_and_failures(bench_dir, tmp_path, capsys):
     try:
         args = [str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"), "--exploration-strategy", "half",
                 "--no-provide-starting-nodes", "--bootstrap-samples", "0", "--batch-size", "1"]
-        assert run_error_attribution.main(args) == 0
+        assert attribution_cli.main(args) == 0
     finally:
         unregister_strategy("half")
     err = capsys.readouterr().err
@@ -1141,7 +1145,7 @@ def test_batch_size_reaches_the_runner(bench_dir, tmp_path):
     try:
         args = [str(bench_dir), "mem0", "--output-path", str(tmp_path / "o.json"), "--exploration-strategy", "slow",
                 "--no-provide-starting-nodes", "--no-progress", "--bootstrap-samples", "0", "--batch-size", "3"]
-        assert run_error_attribution.main(args) == 0
+        assert attribution_cli.main(args) == 0
     finally:
         unregister_strategy("slow")
     assert running["peak"] == 3
@@ -1154,7 +1158,7 @@ def test_a_journal_that_cannot_be_written_warns_once_and_the_run_goes_on(bench_d
     monkeypatch.setattr(ResultJournal, "append", broken)
     out = tmp_path / "o.json"
     with pytest.warns(UserWarning) as caught:
-        assert run_error_attribution.main(_ef(bench_dir, out)) == 0
+        assert attribution_cli.main(_ef(bench_dir, out)) == 0
     journal_warnings = [w for w in caught if "could not journal finished cases" in str(w.message)]
     assert len(journal_warnings) == 1 and "No space left" in str(journal_warnings[0].message)
     assert json.loads(out.read_text())["metrics"]["total_cases"] == 4
@@ -1163,7 +1167,7 @@ def test_a_journal_that_cannot_be_written_warns_once_and_the_run_goes_on(bench_d
 def test_journal_lines_carry_key_index_entry_and_record(bench_dir, tmp_path, monkeypatch):
     out = tmp_path / "o.json"
     interrupt_after_the_run(monkeypatch)
-    assert run_error_attribution.main(_ef(bench_dir, out, "--batch-size", "1", "--bootstrap-samples", "50")) == 130
+    assert attribution_cli.main(_ef(bench_dir, out, "--batch-size", "1", "--bootstrap-samples", "50")) == 130
     lines = [json.loads(x) for x in journal_path(out).read_text().splitlines()[1:]]
     assert [line["index"] for line in lines] == [0, 1, 2, 3]
     assert all(len(line["key"]) == 64 and validate_entry(line["entry"]) for line in lines)
@@ -1181,14 +1185,14 @@ def test_end_of_run_failures_keep_the_journal(bench_dir, tmp_path, capsys, monke
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(_case_cache, "atomic_write_json", full)
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 1
+    assert attribution_cli.main(_ef(bench_dir, out)) == 1
     err = capsys.readouterr().err.strip()
     assert err == (f"error: cannot write {out}: [Errno 28] No space left on device; the finished cases are kept in "
                    f"{journal_path(out)}: rerun to write it")
     assert len(journal_path(out).read_text().splitlines()) == 5
 
     interrupt_after_the_run(monkeypatch)
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 130  # interrupted, and the output cannot be written
+    assert attribution_cli.main(_ef(bench_dir, out)) == 130  # interrupted, and the output cannot be written
     assert capsys.readouterr().err.strip() == (
         f"interrupted: 4 of 4 case(s) finished and are kept in {journal_path(out)}; rerun the same command to "
         "attribute the rest")
@@ -1196,15 +1200,15 @@ def test_end_of_run_failures_keep_the_journal(bench_dir, tmp_path, capsys, monke
 
 def test_ctrl_c_while_the_output_is_written(bench_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "o.json"
-    real = run_error_attribution._assemble
+    real = attribution_session.assemble_output
 
     def interrupted(*args, complete, **kw):
         if complete:
             raise KeyboardInterrupt
         return real(*args, complete=complete, **kw)
 
-    monkeypatch.setattr(run_error_attribution, "_assemble", interrupted)
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 130
+    monkeypatch.setattr(attribution_session, "assemble_output", interrupted)
+    assert attribution_cli.main(_ef(bench_dir, out)) == 130
     assert capsys.readouterr().err.strip() == (
         f"interrupted while writing the output: all 4 case(s) are kept in {journal_path(out)}; rerun the same "
         "command to write it")
@@ -1217,7 +1221,7 @@ def test_cannot_create_the_journal_is_one_line(bench_dir, tmp_path, capsys, monk
 
     monkeypatch.setattr(ResultJournal, "open", refuse)
     out = tmp_path / "o.json"
-    assert run_error_attribution.main(_ef(bench_dir, out)) == 2
+    assert attribution_cli.main(_ef(bench_dir, out)) == 2
     assert capsys.readouterr().err.strip() == (
         f"error: cannot write the journal {str(journal_path(out))!r}: [Errno 13] Permission denied")
 
@@ -1234,9 +1238,9 @@ def test_bootstrap_intervals_follow_the_seed_flag(bench_dir):
         "reason": "r"}) for i, c in enumerate(cases)]
 
     def intervals(seed: int) -> dict:
-        args = Namespace(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=seed,
-                         exploration_strategy="evidence_flow", model_name="m")
-        out = run_error_attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
+        args = attribution.OutputSettings(dataset_dir=str(bench_dir), split="mem0", bootstrap_samples=50, seed=seed,
+                                          exploration_strategy="evidence_flow", model="m")
+        out = attribution.build_output(args, cases, Namespace(results=results, costs=RunCosts()))
         return out, out["metrics"]["confidence_intervals_95"]["error_type_prediction_accuracy"]
 
     out, seeded = intervals(3)
