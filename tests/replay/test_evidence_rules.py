@@ -131,6 +131,7 @@ def test_replay_search_finds_injected_retrieval_faults_on_evermemos(locomo_path:
     assert all(c["replay_op"] == c["injected_op"] and c["replay_type"] == "RetrievalError" for c in found)
 
 
+@pytest.mark.slow
 def test_a_layers_own_model_calls_go_through_the_runs_cache(mem0_run: Path, tmp_path: Path) -> None:
     """Mem0's fake LLM sits behind <run>/call_cache/layer: a replay repeats its calls from there, and a
     replay whose layer cache is gone makes them again (counted as new calls)."""

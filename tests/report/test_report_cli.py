@@ -81,6 +81,7 @@ def _browser_available() -> bool:
     return any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome", "chrome"))
 
 
+@pytest.mark.slow
 def test_png_copies_are_written_and_shown_in_the_markdown(outputs_dir, tmp_path: Path):
     pytest.importorskip("kaleido", reason="kaleido is not installed (pip install -e '.[report]')")
     if not _browser_available():

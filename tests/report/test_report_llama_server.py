@@ -19,7 +19,8 @@ from tests._llama_server import MODEL_ALIAS
 from tests._llama_server import llama_server as start_llama_server
 from toolkits.report import cli as report_cli
 
-pytestmark = pytest.mark.integration
+# slow: starts a real llama.cpp server for a report batch (minutes on 2 cores)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
