@@ -83,6 +83,7 @@ def _argv(locomo_file, out: Path, validation: str) -> list[str]:
             "--eval-trajectories", "none", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_one_update_is_kept_and_the_other_rejected_in_the_same_round(tmp_path, locomo_file, scripted_qa):
     out = tmp_path / "run"
     assert run_optimization.main(_argv(locomo_file, out, "2,3"), optimizer_model_factory=_optimizer) == 0

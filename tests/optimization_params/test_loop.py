@@ -72,6 +72,7 @@ def _round(tmp_path, dataset, op_name, trials=4, cap=None, hops=0):
     # upstream: the retrieved units were cut by the buffer update, whose inputs are the chunking settings
     ("memory_system.retrieve", 2, {"top_k", "max_tokens", "num_overlap_msgs", "deferred"}),
 ])
+@pytest.mark.slow
 def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, slices, op_name, hops, expected):
     bundle, output, folder, stub = _round(tmp_path, slices[0], op_name, hops=hops)
     summary = output.summary

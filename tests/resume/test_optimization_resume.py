@@ -86,6 +86,7 @@ def reference(tmp_path_factory, locomo_path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_interrupted_three_times_then_rerun_equals_the_uninterrupted_run(tmp_path, locomo_path, reference, capsys,
                                                                          monkeypatch):
     out = tmp_path / "opt run é"
