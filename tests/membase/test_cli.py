@@ -20,6 +20,7 @@ def _one_line_error(capsys) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_run_end_to_end_with_fake_models(lc_config, locomo_path, tmp_path, capsys):
     out = tmp_path / "out"
     rc = main(["run", "--layer-config", str(lc_config), "--dataset", str(locomo_path), "--start-idx", "1",
@@ -80,6 +81,7 @@ def test_missing_credentials_is_one_clear_message(lc_config, tmp_path, capsys, m
     assert "no model credentials" in _one_line_error(capsys)
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_is_one_clear_message(lc_config, locomo_path, tmp_path, capsys):
     import socket
 

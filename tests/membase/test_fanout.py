@@ -42,6 +42,7 @@ def _summary(capsys):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_two_workers_write_the_same_run_as_one_process(inputs, tmp_path, capsys):
     assert _membase("run", inputs, tmp_path / "one") == 0
     one = _summary(capsys)
@@ -66,6 +67,7 @@ def test_the_comparison_ignores_ids_clocks_and_the_folder_but_nothing_else(tmp_p
     assert canonical_file(dataset_time, root) == dataset_time
 
 
+@pytest.mark.slow
 def test_a_failing_trajectory_is_recorded_and_the_others_finish(inputs, tmp_path, capsys):
     foreign = tmp_path / "out" / "memory" / "locomo-2"
     foreign.mkdir(parents=True)

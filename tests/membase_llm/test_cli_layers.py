@@ -47,6 +47,7 @@ def small_locomo(tmp_path_factory, locomo_path):
 
 
 @pytest.mark.parametrize("layer_type", sorted(LAYER_CONFIGS))
+@pytest.mark.slow
 def test_cli_run_builds_searches_and_traces(tmp_path, small_locomo, layer_type):
     config_path = tmp_path / f"{layer_type}.json"
     config_path.write_text(json.dumps(LAYER_CONFIGS[layer_type]), encoding="utf-8")

@@ -374,6 +374,7 @@ def test_fake_extracts_statements_with_speaker():
     ]
 
 
+@pytest.mark.slow
 def test_fresh_process_keeps_mem0_out_of_home(tmp_path):
     """In a new interpreter with MEM0_DIR unset, building the layer uses the run-level
     `<save_dir>/../.mem0` (outside the user's folder, which a rerun deletes), never $HOME."""

@@ -147,6 +147,7 @@ def test_a_memtracebench_folder_is_refused_before_any_case(tmp_path: Path, capsy
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_replay_search_labels_and_the_labels_score_a_strategy(rag_run: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     out, labels = tmp_path / "ef.json", tmp_path / "labels"

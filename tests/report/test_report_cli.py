@@ -112,6 +112,7 @@ def test_fake_model_writes_the_llm_report_with_no_key(outputs_dir, tmp_path: Pat
     assert "Most failures are trimmed evidence." in markdown
 
 
+@pytest.mark.slow
 def test_failing_batch_stops_with_one_line_and_a_rerun_resumes(all_outputs, tmp_path: Path, capsys):
     folder = tmp_path / "report"
     args = ["--data-path", *map(str, all_outputs), "--save-folder", str(folder), "--batch-size", "4",

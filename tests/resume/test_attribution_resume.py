@@ -92,6 +92,7 @@ POINTS = {
 
 
 @pytest.mark.parametrize(("how", "sig", "finished"), POINTS.values(), ids=POINTS.keys())
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_output(bench_dir, tmp_path, monkeypatch, reference, how, sig,
                                                           finished):
     out = tmp_path / "out dir é" / "résumé.json"

@@ -78,6 +78,7 @@ POINTS = {
 
 
 @pytest.mark.parametrize(("how", "sig", "saved"), POINTS.values(), ids=POINTS.keys())
+@pytest.mark.slow
 def test_a_killed_report_resumes_to_the_uninterrupted_one(data_path, tmp_path, monkeypatch, reference, how, sig, saved):
     folder = tmp_path / "report folder"
     args = _args(data_path, folder)

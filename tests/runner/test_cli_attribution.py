@@ -184,6 +184,7 @@ DRIVER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_kill_and_rerun_resumes_from_the_journal(bench_dir, tmp_path):
     """SIGKILL mid-run: the finished cases survive in the journal; a rerun (no cache) resumes."""
     from toolkits._journal import journal_path

@@ -65,6 +65,7 @@ def _wait_for_lines(proc, journal, count, timeout=120):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_cases_run_exits_130_with_one_line_and_loses_nothing(bench_dir, tmp_path):
     from toolkits._journal import journal_path
 
@@ -93,6 +94,7 @@ def test_ctrl_c_while_cases_run_exits_130_with_one_line_and_loses_nothing(bench_
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+@pytest.mark.slow
 def test_a_disk_full_while_writing_leaves_the_previous_output_whole(bench_dir, tmp_path):
     out = tmp_path / "out.json"
     args = [str(bench_dir), "mem0", "--output-path", str(out), "--exploration-strategy", "evidence_flow",

@@ -50,6 +50,7 @@ def test_cached_and_resumed_results_keep_their_trail(first_run, tmp_path):
     assert [r["evidence_flow"] for r in again] == [r["evidence_flow"] for r in records]
 
 
+@pytest.mark.slow
 def test_a_journalled_case_is_resumed_with_its_trail(tmp_path):
     from toolkits._journal import JOURNAL_FORMAT, journal_path
 
