@@ -107,6 +107,7 @@ def _cli(tmp_path, locomo_file, *extra):
     return code, out
 
 
+@pytest.mark.slow
 def test_run_optimization_context_recall_end_to_end_and_resume(tmp_path, locomo_file, capsys):
     code, out = _cli(tmp_path, locomo_file, "--rounds", "2")
     assert code == 0
@@ -155,6 +156,7 @@ def test_a_layer_without_message_text_is_refused(tmp_path, locomo_file, capsys):
     assert code == 2 and "NaiveRAG, Long-Context" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_config_proposed_by_the_search_round_trips_through_python_m_membase(tmp_path, locomo_file, capsys):
     from membase.cli import main as membase_main
     from toolkits.optimization.bundle import MemoryConfigBundle
