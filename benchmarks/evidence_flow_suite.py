@@ -75,17 +75,13 @@ def _builders() -> dict[str, Callable[[Path], Path]]:
         return _from_data("b", dest)
 
     def c(dest: Path) -> Path:
-        from benchmarks.heldout_attribution_c.build import build
-        build(dest / "bench", seed=0)
-        return dest / "bench"
+        return _from_data("c", dest)
 
     def d(dest: Path) -> Path:
         return _from_data("d", dest)
 
     def e(dest: Path) -> Path:
-        from benchmarks.heldout_attribution_e.build import build
-        build(dest)
-        return dest / "bench"
+        return _from_data("e", dest)
 
     def f(dest: Path) -> Path:
         from benchmarks.heldout_attribution_f.build import build_benchmark

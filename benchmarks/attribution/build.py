@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.attribution.data import Benchmark, Case
+from benchmarks.attribution.data import Benchmark, Case, Conversation
 from benchmarks.attribution.faults import planned_fault
+from benchmarks.attribution.reader import EvidenceReader, evidence_keys
 from membase.utils.io import atomic_write_json
 from toolkits.faultbench._build import _case_nodes, _relativize, seeded_uuid4
 from toolkits.faultbench._faults import FaultSet
@@ -59,10 +60,20 @@ class _Builder:
             layer = make_layer(trajectory.id, str(Path(tmp) / trajectory.id), faults)
             try:
                 return run_pipeline(layer, trajectory, qas, injector=FaultSet(faults), top_k=self.top_k,
+                                    reader=self._reader(conv),
                                     graph_metadata={"save_dir": f"memory/{case.split}/{trajectory.id}",
                                                     "traced_data_save_dir": "traced_data"})
             finally:
                 layer.cleanup()
+
+    def _reader(self, conv: Conversation) -> Any:
+        """The benchmark's answer model (None: faultbench's extractive reader)."""
+        if self.bench.reader != "evidence":
+            return None
+        texts = [text for _id, _who, text, _time in conv.messages()]
+        questions = {q["question"].strip(): q for q in conv.questions.values()}
+        return EvidenceReader(keys={text: evidence_keys(q, texts) for text, q in questions.items()},
+                              answers={text: conv.qa(q["key"]).golden_answers[0] for text, q in questions.items()})
 
     def _clean_run(self, case: Case) -> PipelineRun:
         """The conversation's run without any fault, answering every question its cases ask."""
@@ -90,11 +101,11 @@ class _Builder:
         except RuntimeError as exc:
             self.drop(case, f"run_failed: {exc}")
             return
-        if clean.records[qa.id].score != 1.0:
+        if not _right(clean.records[qa.id]):
             self.drop(case, "clean_run_wrong", clean.records[qa.id].prediction)  # not decisive: it fails anyway
         elif not fault.fired:
             self.drop(case, "not_fired")
-        elif run.records[qa.id].score != 0.0:
+        elif _right(run.records[qa.id]):
             self.drop(case, "answer_still_right", run.records[qa.id].prediction)
         elif (op_id := label_op(fault, run)) is None:
             self.drop(case, "op_not_found")
@@ -127,6 +138,16 @@ class _Builder:
                                   "note": fault.note})
         if self.progress:
             self.progress(f"case {case.number} ({case.split} {case.origin}): {fault.spec.error_type} {op_id}")
+
+
+def _right(record: Any) -> bool:
+    """The judge's verdict, or an answer that is a golden answer word for word.
+
+    faultbench's token judge reads content words only, so it can never accept "No", "Yes" or a
+    name it cannot tokenise ("Inês") even when the answer is exactly the golden one.
+    """
+    said = record.prediction.strip().lower().rstrip(".")
+    return record.score == 1.0 or any(said == g.strip().lower().rstrip(".") for g in record.qa.golden_answers)
 
 
 def build_benchmark(bench: Benchmark, out_dir: str | Path, *, splits: Sequence[str] | None = None,

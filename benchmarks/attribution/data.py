@@ -2,8 +2,9 @@
 
 The file (``format: attribution-benchmark-v1``) holds ``conversations`` — each with ``id``,
 ``sessions`` (``time`` as ISO 8601, ``turns`` as ``[speaker, text]`` pairs) and ``questions``
-(``key``, ``question``, ``answers`` — the parts of the answer, all needed — and ``evidence`` as
-1-based message numbers) — and ``cases``:
+(``key``, ``question``, ``answers`` — the parts of the answer, all needed — ``evidence`` as
+1-based message numbers, and optional ``keys``, the texts the evidence reader looks for) — a
+``reader`` (``extractive`` or ``evidence``, :mod:`benchmarks.attribution.reader`) and ``cases``:
 one planned fault each, on one question of one conversation in one split (``long_context``,
 ``rag``, ``mem0``, ``evermemos``). A case's ``fault`` names faultbench's terms: the ``error``
 kind (``extraction``, ``update``, ``deletion``, ``retrieval``, ``response``), a ``corruption``
@@ -24,6 +25,7 @@ __all__ = ["Benchmark", "BenchmarkError", "Case", "Conversation", "FaultPlan", "
 FORMAT = "attribution-benchmark-v1"
 SPLITS = ("long_context", "rag", "mem0", "evermemos")
 ERRORS = ("extraction", "update", "deletion", "retrieval", "response")
+READERS = ("extractive", "evidence")
 
 
 class BenchmarkError(ValueError):
@@ -41,8 +43,10 @@ class FaultPlan:
     """1-based number of the message whose information the fault acts on (default: the question's first evidence)."""
     after: int | None = None
     """Update and deletion faults act at the first message from this number on."""
-    edit: tuple[str | None, str] | None = None
-    """``(old, new)``: the text the faulty op writes instead (``old`` None: the whole unit becomes ``new``)."""
+    edits: tuple[tuple[str | None, str], ...] = ()
+    """``(old, new)`` pairs: what the faulty op writes instead (``old`` None: the whole unit becomes ``new``).
+    The file gives one pair as ``edit: {old, new}`` or several as ``edits: [[old, new], ...]``; a
+    response fault with edits makes the answer model read its context so edited."""
     holds: tuple[str, ...] = ()
     """Texts that carry the information (default: the fact message's sentences that state the answer)."""
     span: tuple[int, int] | None = None
@@ -116,6 +120,9 @@ class Benchmark:
     description: str
     conversations: dict[str, Conversation]
     cases: tuple[Case, ...]
+    reader: str = "extractive"
+    """The answer model: faultbench's ``extractive`` reader, or the ``evidence`` reader
+    (:mod:`benchmarks.attribution.reader`: right exactly when the context holds the evidence)."""
 
 
 def _need(record: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -160,13 +167,17 @@ def _fault(record: Any, where: str) -> FaultPlan:
     error = _need(record, "error", str, where)
     if error not in ERRORS:
         raise BenchmarkError(f"{where}: field 'error' is {error!r}; choose from {ERRORS}")
-    edit = record.get("edit")
+    edit, edits = record.get("edit"), record.get("edits") or []
     if edit is not None and not (isinstance(edit, dict) and isinstance(edit.get("new"), str)):
         raise BenchmarkError(f"{where}: field 'edit' must be {{'old': text or null, 'new': text}}")
+    if not isinstance(edits, list) or not all(isinstance(e, list) and len(e) == 2 and isinstance(e[1], str)
+                                              for e in edits):
+        raise BenchmarkError(f"{where}: field 'edits' must be [[old, new], ...] pairs of texts")
+    pairs = ([(edit.get("old"), edit["new"])] if edit else []) + [(e[0], e[1]) for e in edits]
     span = record.get("span")
     return FaultPlan(error=error, corruption=_need(record, "corruption", str, where),
                      site=_need(record, "site", str, where), message=record.get("message"),
-                     after=record.get("after"), edit=(edit.get("old"), edit["new"]) if edit else None,
+                     after=record.get("after"), edits=tuple(pairs),
                      holds=tuple(record.get("holds") or ()), span=tuple(span) if span else None,  # type: ignore[arg-type]
                      summary=record.get("summary", ""), layer=dict(record.get("layer") or {}))
 
@@ -209,5 +220,8 @@ def load_benchmark(path: str | Path) -> Benchmark:
         conversations[conv.id] = conv
     cases = tuple(_case(i, record, conversations, f"{path}: case {i}")
                   for i, record in enumerate(_need(raw, "cases", list, str(path)), start=1))
+    reader = raw.get("reader", "extractive")
+    if reader not in READERS:
+        raise BenchmarkError(f"{path}: field 'reader' is {reader!r}; choose from {READERS}")
     return Benchmark(name=str(raw.get("name") or path.stem), path=path, description=str(raw.get("description", "")),
-                     conversations=conversations, cases=cases)
+                     conversations=conversations, cases=cases, reader=reader)

@@ -37,10 +37,12 @@ _FENCED = re.compile(r"```(?:json)?\n(?P<body>.*)\n```", re.DOTALL)
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedEdit:
-    """The corruptor of a planned fault: replace ``old`` by ``new`` (``old`` None: the whole text that holds the fact)."""
+    """The corruptor of a planned fault: each ``(old, new)`` pair replaces ``old`` by ``new``.
 
-    old: str | None
-    new: str
+    ``old`` None replaces the whole text, but only a text that holds the fact (``holds``).
+    """
+
+    pairs: tuple[tuple[str | None, str], ...]
     holds: tuple[str, ...] = ()
     """The fact's texts: with ``old`` None, only a text holding one of them is replaced."""
 
@@ -49,12 +51,15 @@ class PlannedEdit:
         return True
 
     def apply(self, text: str) -> str | None:
-        """The edited text, or None when ``old`` is not in ``text``."""
-        if self.old is None:
-            return self.new if text != self.new and any(h in text for h in self.holds) else None
-        if self.old not in text:
-            return None
-        return re.sub(r"[ \t]{2,}", " ", text.replace(self.old, self.new)).strip()
+        """The edited text, or None when no pair meets ``text``."""
+        out = text
+        for old, new in self.pairs:
+            if old is None:
+                if any(h in out for h in self.holds):
+                    out = new
+            elif old in out:
+                out = re.sub(r"[ \t]{2,}", " ", out.replace(old, new)).strip()
+        return out if out != text else None
 
 
 class _Planned:
@@ -67,9 +72,9 @@ class _Planned:
                  extra: dict[str, Any]) -> None:
         super().__init__(spec, site, target, seed=0, act_index=act_index)  # type: ignore[call-arg]
         self.plan_case, self.extra = case, extra
-        edit = case.fault.edit
-        self.corruptor = (PlannedEdit(old=edit[0], new=edit[1], holds=target.fact_sentences)  # type: ignore[assignment]
-                          if edit else None)
+        edits = case.fault.edits
+        self.corruptor = (PlannedEdit(pairs=edits, holds=target.fact_sentences)  # type: ignore[assignment]
+                          if edits else None)
         self.prediction = case.prediction
 
     def fresh(self) -> Fault:
@@ -79,6 +84,12 @@ class _Planned:
     def answer(self, qa: Any, question: str, memories: str, reader: Any) -> str:
         if self.spec.error != "response" or qa.id != self.target.qa.id:  # type: ignore[attr-defined]
             return super().answer(qa, question, memories, reader)  # type: ignore[misc]
+        if self.corruptor is not None:  # the answer model misreads its context as the plan says
+            misread = self.corruptor.apply(memories)  # type: ignore[attr-defined]
+            if misread is None:
+                return reader.answer(question, memories)
+            self.fire("question-answering", "the answer model misread its context")  # type: ignore[attr-defined]
+            return reader.answer(question, misread)
         self.fire("question-answering", "the answer model gave the plan's wrong answer")  # type: ignore[attr-defined]
         return self.prediction or "I don't know."
 
@@ -183,8 +194,8 @@ def planned_fault(case: Case, conversation: Conversation, qa: Any, trajectory: A
     fact = messages[number - 1]
     if plan.holds:
         sentences = plan.holds
-    elif plan.edit and plan.edit[0]:
-        sentences = (plan.edit[0],)
+    elif plan.edits and all(old for old, _new in plan.edits):
+        sentences = tuple(old for old, _new in plan.edits if old)
     else:
         sentences = tuple(_stating(fact.content, list(qa.metadata["answer_parts"])))
     speakers = list(dict.fromkeys(m.name for m in messages))

@@ -100,19 +100,36 @@ def test_a_list_answer_needs_all_its_parts_and_keeps_them_for_the_annotation():
     assert qa.metadata["evidence"] == ["garden:D1:1"]
 
 
-@pytest.mark.parametrize("name, planned", [("b", 92), ("d", 85)])
+def test_the_evidence_reader_answers_right_only_when_every_key_reached_its_context():
+    from benchmarks.attribution.reader import EvidenceReader, evidence_keys
+
+    texts = ["Nice, what are you planting first?", "Tomatoes go in the raised bed. The bed sits by the north fence."]
+    record = {"question": "Where do the tomatoes go?", "answers": ["the raised bed"], "evidence": [2]}
+    keys = evidence_keys(record, texts)
+    assert keys == ("Tomatoes go in the raised bed.",)
+    assert evidence_keys({**record, "keys": ["north fence"]}, texts) == ("north fence",)
+    reader = EvidenceReader(keys={record["question"]: keys}, answers={record["question"]: "the raised bed"})
+    assert reader.answer("Where do the tomatoes go?", "Nadia: Tomatoes go in the raised bed.") == "the raised bed"
+    assert reader.answer("Where do the tomatoes go?", "Nadia: Tomatoes go in the window box.") == "I don't know."
+    assert reader.answer("Where do the tomatoes go?", "Nadia: Tomatoes go in the raised bed.",
+                         exclude=["Tomatoes go in the raised bed."]) == "I don't know."
+    assert reader.answer("Who lent the wheelbarrow?", "anything") == "I don't know."
+
+
+@pytest.mark.parametrize("name, planned", [("b", 92), ("c", 105), ("d", 85), ("e", 105)])
 def test_every_converted_plan_names_texts_its_conversation_holds(name, planned):
     bench = load_benchmark(Path(__file__).resolve().parents[2] / "benchmarks" / "attribution" / "data" / f"{name}.json")
     assert len(bench.cases) == planned
     for case in bench.cases:
         conv = bench.conversations[case.conversation]
-        texts = [text for _id, _who, text, _t in conv.messages()]
+        texts = [f"Speaker {who} (role: user) says: {text}" for _id, who, text, _t in conv.messages()]
         plan = case.fault
         number = plan.message or conv.questions[case.question]["evidence"][0]
         assert 1 <= number <= len(texts), case.number
-        if plan.edit and plan.edit[0] and plan.site in ("memory_update", "doc", "buffer", "add"):
-            assert plan.edit[0] in texts[number - 1], case.number  # a line edit meets its message
+        if plan.site in ("memory_update", "doc", "buffer", "add") and plan.corruption != "compact":
+            olds = [old for old, _new in plan.edits]  # a line edit meets its message
+            assert not olds or any(old is None or old in texts[number - 1] for old in olds), case.number
         if plan.error in ("update", "deletion") and plan.after:
             assert plan.after > number or plan.corruption == "compact", case.number
         if plan.error == "response":
-            assert case.prediction, case.number
+            assert case.prediction or plan.edits, case.number  # a planned answer or a misread
