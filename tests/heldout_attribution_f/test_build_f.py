@@ -64,6 +64,7 @@ def test_full_plan_spreads_over_stages_and_layers():
     assert set().union(*types.values()) == set(ERROR_TYPES)
 
 
+@pytest.mark.slow
 def test_every_case_loads_with_the_benchmark_loader(built):
     out, cases, manifest = built
     assert len(cases) == len(manifest) == sum(SMALL.values())
@@ -74,6 +75,7 @@ def test_every_case_loads_with_the_benchmark_loader(built):
     assert by_split == Counter(m["split"] for m in manifest)
 
 
+@pytest.mark.slow
 def test_labels_name_existing_ops_and_nodes(built):
     out, _, manifest = built
     graphs, loaded = load_memtracebench(out / "bench", download=False)
@@ -90,6 +92,7 @@ def test_labels_name_existing_ops_and_nodes(built):
         assert ast.literal_eval(graph.get_variable(ann["prediction_id"]).raw_value) == ann["prediction"]
 
 
+@pytest.mark.slow
 def test_every_split_has_several_error_types(built):
     _, _, manifest = built
     types = defaultdict(set)
@@ -98,6 +101,7 @@ def test_every_split_has_several_error_types(built):
     assert all(len(t) >= 2 for t in types.values()) and len(types) == 4
 
 
+@pytest.mark.slow
 def test_no_record_mentions_the_builder_or_its_fault_kinds(built):
     out, _, _ = built
     modules = [p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
@@ -114,6 +118,7 @@ def test_no_record_mentions_the_builder_or_its_fault_kinds(built):
                 assert rec["filename"].startswith("membase/") or rec["filename"] == "<sentinel>"
 
 
+@pytest.mark.slow
 def test_counterfactual_replay_holds(built):
     _, cases, _ = built
     for case in cases:
@@ -127,6 +132,7 @@ def test_counterfactual_replay_holds(built):
         assert B.evidence_holds(case) is None
 
 
+@pytest.mark.slow
 def test_checks_reject_a_wrong_label(built):
     _, cases, _ = built
     for case in cases:
@@ -149,6 +155,7 @@ def test_recording_is_deterministic():
     assert a.export["graph_id"] != c.export["graph_id"]
 
 
+@pytest.mark.slow
 def test_attribution_cli_accepts_the_benchmark(built, tmp_path):
     from toolkits.attribution import cli as attribution_cli
 
