@@ -60,7 +60,7 @@ def test_space_size_counts_discrete_points_only():
     assert space_size({"x": spec(kind="float", low=0.0, high=1.0)}) is None
 
 
-def test_neighbours_move_one_step_and_start_a_null_number_in_the_middle():
+def test_neighbours_move_one_step_and_start_a_null_number_in_the_middle_then_at_its_ends():
     from membase.layers.parameters import tunable_parameters
 
     rag = {p.name: p for p in tunable_parameters("NaiveRAG")}
@@ -68,7 +68,9 @@ def test_neighbours_move_one_step_and_start_a_null_number_in_the_middle():
 
     assert neighbours(rag["num_overlap_msgs"], 0) == [2]  # a quarter of 0..8 up; below 0 is clipped away
     assert neighbours(rag["num_overlap_msgs"], 4, level=1) == [5, 3]
-    assert neighbours(rag["max_tokens"], None) == [362]  # the geometric middle of 64..2048
+    # the geometric middle of 64..2048, then the nearest finite values (the bounds)
+    assert neighbours(rag["max_tokens"], None) == [362, 2048, 64]
+    assert neighbours(rag["max_tokens"], None, level=1) == neighbours(rag["max_tokens"], 362)
     assert neighbours(rag["max_tokens"], 362) == [1448, 90]
     assert neighbours(rag["deferred"], False) == [True]
 
@@ -106,14 +108,47 @@ def test_the_upstream_pattern_search_moves_from_the_best_point_and_replays_its_s
     outcome, record = step()._pattern_stage(ctx, stage, base, 0.5, 7)
     points = [(t["params"]["max_tokens"], t["params"]["num_overlap_msgs"], t["params"]["deferred"])
               for t in outcome.trials]
-    # one parameter at a time, in rank order, from the best point: max_tokens to the middle (a
-    # tie: not kept), overlap 2 (kept), then moves from there; a null max_tokens that tied with
-    # the middle still reaches the small documents through the middle's moves (finer level)
-    assert points == [(362, 0, False), (None, 2, False), (362, 2, False), (None, 4, False), (None, 2, True),
-                      (1448, 2, False), (90, 2, False)]
+    # one parameter at a time, in rank order, from the best point: a null max_tokens tries the
+    # middle and the two bounds (middle and 2048 tie: not kept; 64 is small documents: kept),
+    # then moves from there (256 loses; overlap 2 is kept)
+    assert points == [(362, 0, False), (2048, 0, False), (64, 0, False), (256, 0, False), (64, 2, False),
+                      (256, 2, False), (64, 4, False)]
     assert (None, 0, False) not in points  # the start point is scored already
     assert outcome.best["value"] == pytest.approx(0.8) and record["trials"] == 7 and record["method"] == "pattern"
     # a rerun replays the stored scores: same trials, no evaluation
     before = len(objective.calls)
     again, _ = step()._pattern_stage(ctx, stage, base, 0.5, 7)
     assert again.trials == outcome.trials and len(objective.calls) == before
+
+
+class _Peak:
+    """A stand-in objective whose recall peaks at one document size, between the search's first steps."""
+
+    def __init__(self, peak):
+        self.peak = peak
+
+    def evaluate(self, fields, top_k):
+        size = fields.get("max_tokens")
+        value = 0.0 if size is None else 1.0 - abs(size - self.peak) / 4096
+        return SimpleNamespace(micro=value, macro=value, n=10)
+
+
+@pytest.mark.parametrize("peak", [128, 100])
+def test_the_pattern_search_from_a_null_setting_reaches_values_between_its_first_steps(tmp_path, peak):
+    # max_tokens null used to start only at the middle (362), whose moves (x4, x2, x1.41, x1.19)
+    # never land on 128 (the grid's point) and stopped after three halvings: 100 was out of reach
+    from toolkits.optimization.bundle import MemoryConfigBundle
+    from toolkits.optimization.guidance import SearchStage
+    from toolkits.optimization.loop import RoundContext
+    from toolkits.optimization.param_loop import ParameterRoundStep, ParameterSearchSettings
+    from toolkits.optimization.parameters import parameter_registry
+
+    base = MemoryConfigBundle.from_layer_config({"layer_type": "NaiveRAG"})
+    stage = SearchStage(name="upstream", parameters=("max_tokens",), stop_when_flat=False, method="pattern")
+    step = ParameterRoundStep(objective=_Peak(peak), registry=parameter_registry(), search_root=tmp_path / "search",
+                              settings=ParameterSearchSettings(show_progress=False))
+    ctx = RoundContext(k=1, folder=tmp_path / "iteration_1", bundle=base, dataset=None, trajectory_indexes=[0])
+    outcome, record = step._pattern_stage(ctx, stage, base, 0.0, 40)
+    assert outcome.best["params"]["max_tokens"] == peak
+    # it stops only when no finer integer step is left (not after a fixed number of halvings)
+    assert record["ended"] == "exhausted" and record["trials"] < 40

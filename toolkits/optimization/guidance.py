@@ -19,7 +19,8 @@ to look first*. This module turns the attribution into an order:
   and unguided searches spend the same number of evaluations.
 * The upstream stage is a **pattern search from the best point so far** (:func:`neighbours`):
   one parameter moved at a time, in rank order, a move kept when it gains more than a tie, the
-  steps halved after a pass without a gain. Each upstream trial is a rebuild; with a handful of
+  steps halved after a pass without a gain, down to the parameter's granularity
+  (:func:`has_finer_moves`) before the stage counts as exhausted. Each upstream trial is a rebuild; with a handful of
   them a blind sample of the whole box rarely lands near the incumbent's good region, while a
   move from the incumbent keeps what the own stage already found.
 
@@ -39,6 +40,7 @@ __all__ = [
     "UPSTREAM_STAGE",
     "RankedParameter",
     "SearchStage",
+    "has_finer_moves",
     "is_flat",
     "neighbours",
     "plan_stages",
@@ -166,20 +168,25 @@ def neighbours(spec: Any, current: Any, level: int = 0) -> list[Any]:
     """The values one pattern-search move of ``spec`` tries from ``current``, in order.
 
     * categorical: every other choice;
-    * a number outside the space (``max_tokens`` null): the middle of the range (geometric on a
-      log scale) at ``level`` 0, then the moves from the middle at ``level`` − 1 (a null that
-      ties with the middle can still lead to a small or a large value);
+    * a number outside the space (``max_tokens`` null): at ``level`` 0 the middle of the range
+      (geometric on a log scale), then the nearest finite values, the two bounds (a null is
+      "no limit" or "unset": the search must be able to start at either end, not only in the
+      middle, whose steps never land on e.g. 128 of 64 … 2048); at ``level`` > 0 the moves from
+      the middle at ``level`` − 1;
     * a number: one step up and one down, clipped to the bounds; the step is a quarter of the
       range (a factor of 4 on a log scale) at ``level`` 0 and halves (square root) per level.
 
-    Ints are rounded; values equal to ``current`` are dropped.
+    Ints are rounded; values equal to ``current`` are dropped. :func:`has_finer_moves` says
+    when refining further can no longer reach a new value.
     """
     if spec.kind == "categorical":
         return [c for c in spec.choices if c != current]
     low, high = float(spec.low), float(spec.high)
     if not spec.contains(current):
         middle = _number(spec, (low * high) ** 0.5 if spec.log else (low + high) / 2)
-        return [middle] if level == 0 else neighbours(spec, middle, level - 1)
+        if level > 0:
+            return neighbours(spec, middle, level - 1)
+        return list(dict.fromkeys([middle, _number(spec, high), _number(spec, low)]))
     if spec.log:
         factor = 4.0 ** (0.5 ** level)
         moves = [float(current) * factor, float(current) / factor]
@@ -192,6 +199,21 @@ def neighbours(spec: Any, current: Any, level: int = 0) -> list[Any]:
         if value != current and value not in out:
             out.append(value)
     return out
+
+
+def has_finer_moves(spec: Any, current: Any, level: int, *, float_levels: int = 3) -> bool:
+    """Whether a pattern-search level finer than ``level`` can still move ``spec`` from ``current``.
+
+    The search refines down to the parameter's declared granularity before it stops: an int
+    moves while a finer step still rounds to another integer (so every integer of the range is
+    reachable, not only the points of the first steps); a float, which declares no granularity,
+    refines ``float_levels`` times; a choice has no finer move.
+    """
+    if spec.kind == "categorical":
+        return False
+    if spec.kind != "int":
+        return level < float_levels
+    return bool(neighbours(spec, current, level + 1))
 
 
 def _number(spec: Any, value: float) -> Any:

@@ -47,6 +47,7 @@ from toolkits.optimization.guidance import (
     OWN_STAGE,
     RankedParameter,
     SearchStage,
+    has_finer_moves,
     is_flat,
     neighbours,
     plan_stages,
@@ -82,7 +83,7 @@ FIXED_ANSWER = "[no answer: the parameter loop scores the context handed to the 
 METRIC = "context_recall"
 ALL_STAGE = "all"
 MAX_PATTERN_LEVEL = 3
-"""Step halvings of the upstream pattern search before it counts as exhausted."""
+"""Step halvings of a float parameter in the upstream pattern search (ints refine down to one unit)."""
 
 
 def _one_stage(parameters: Sequence[str]) -> list[SearchStage]:
@@ -259,7 +260,8 @@ class ParameterRoundStep:
             candidates = [{**best_point, n: v} for n in specs for v in neighbours(specs[n], best_point[n], level)]
             fresh = [c for c in candidates if self._key(base, c) not in tried]
             if not fresh:  # every move of this size from the best point was scored: finer steps
-                if level >= MAX_PATTERN_LEVEL:
+                if not any(has_finer_moves(specs[n], best_point[n], level, float_levels=MAX_PATTERN_LEVEL)
+                           for n in specs):
                     ended = "exhausted"
                     break
                 level += 1
