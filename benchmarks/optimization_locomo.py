@@ -64,6 +64,14 @@ GRID = {
     "num_overlap_msgs": [0, 2],
     "deferred": [False, True],
 }
+EVERMEMOS_GRID = {
+    "top_k": [1, 2, 3, 4, 5, 6, 8, 10, 15, 20],
+    "retrieval_config.retrieval_mode": ["agentic", "hybrid", "bm25_only", "emb_only"],
+    "retrieval_config.rrf_k": [10, 60, 200],
+}
+"""The EverMemOS grid: its retrieval parameters (``bm25_top_n``/``emb_top_n`` stay at 50: a LoCoMo
+conversation makes fewer memory units than that, so they change no ranking)."""
+LAYERS = ("NaiveRAG", "EverMemOS")
 
 
 def _indexes(text: str) -> list[int]:
@@ -73,7 +81,11 @@ def _indexes(text: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset-path", default=str(DEFAULT_LOCOMO))
-    p.add_argument("--layer-config", default=None, help="starting layer config JSON (default: NaiveRAG defaults)")
+    p.add_argument("--layer", choices=LAYERS, default="NaiveRAG",
+                   help="the layer searched when there is no --layer-config: NaiveRAG (MiniLM, qdrant) or EverMemOS "
+                   "(offline: its deterministic fake model and hashing embedder, scored by "
+                   "toolkits.optimization.evermemos_objective)")
+    p.add_argument("--layer-config", default=None, help="starting layer config JSON (default: the --layer's defaults)")
     p.add_argument("--train", default="0,1,2,3,4", help="training conversations (0-based)")
     p.add_argument("--held-out", default="5,6,7,8,9", help="held-out conversations (0-based)")
     p.add_argument("--budget", type=int, default=1000, help="context budget in tokens")
@@ -110,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     output = Path(args.output_path) if args.output_path else work / "results.json"
-    config = json.loads(Path(args.layer_config).read_text(encoding="utf-8")) if args.layer_config else DEFAULT_CONFIG
+    config = json.loads(Path(args.layer_config).read_text(encoding="utf-8")) if args.layer_config else _default_config(
+        args.layer)
     initial = MemoryConfigBundle.from_layer_config(config).with_updates({"top_k": args.top_k})
     full = load_dataset("LoCoMo", args.dataset_path)
     if args.max_sessions:
@@ -127,14 +140,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = json.loads(output.read_text(encoding="utf-8")).get("rows", {})
     cache = work / "cache"
 
-    def objective(indexes: list[int]) -> ContextRecallObjective:
+    def objective(indexes: list[int]) -> Any:
+        if initial.backend == "EverMemOS":
+            from toolkits.optimization.evermemos_objective import EverMemOSRecallObjective
+
+            return EverMemOSRecallObjective(select(full, indexes), initial.layer_fields(), budget=args.budget,
+                                            show_progress=args.progress)
         return ContextRecallObjective(select(full, indexes), initial.backend, initial.layer_fields(),
                                       budget=args.budget, cache_dir=cache, cache_tables=False,
                                       show_progress=args.progress)
 
     meta = {
         "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
-        "dataset": str(args.dataset_path), "train": train, "held_out": held_out, "budget_tokens": args.budget,
+        "layer": initial.backend, "dataset": str(args.dataset_path), "train": train, "held_out": held_out, "budget_tokens": args.budget,
         "evaluations": args.evaluations, "rounds": args.rounds, "seed": args.seed, "seeds": seeds,
         "upstream_hops": args.upstream_hops, "max_sessions": args.max_sessions, "initial": initial.to_json_dict(),
     }
@@ -165,6 +183,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_over_seeds(over_seeds(results)))
     print(f"-> {output}")
     return 0
+
+
+def _default_config(layer: str) -> dict[str, Any]:
+    if layer == "EverMemOS":
+        from toolkits.optimization.evermemos_objective import EVERMEMOS_OFFLINE_FIELDS
+
+        return {"layer_type": "EverMemOS", **EVERMEMOS_OFFLINE_FIELDS}
+    return DEFAULT_CONFIG
+
+
+def _grid(backend: str) -> dict[str, list[Any]]:
+    return EVERMEMOS_GRID if backend == "EverMemOS" else GRID
 
 
 def _cpus() -> int:
@@ -203,7 +233,12 @@ def _loop(args: Any, initial: Any, train_obj: Any, eval_obj: Any, folder: Path, 
         from toolkits.runner import MemTraceConfig, MemTraceRunner
 
         runner = MemTraceRunner(MemTraceConfig(exploration_strategy="evidence_flow"))
-    step = ParameterRoundStep(objective=train_obj, registry=parameter_registry(), settings=settings,
+    step_class = ParameterRoundStep
+    if initial.backend == "EverMemOS":
+        from toolkits.optimization.evermemos_objective import EverMemOSRoundStep
+
+        step_class = EverMemOSRoundStep
+    step = step_class(objective=train_obj, registry=parameter_registry(), settings=settings,
                               search_root=folder / SEARCH_FOLDER, attribution_runner=runner)
     store = IterationStore(folder)
     bundle, start = initial, 1
@@ -254,35 +289,36 @@ def run_grid(args: Any, initial: Any, train_obj: Any, eval_obj: Any, work: Path)
 
     from membase.utils.io import atomic_write_json
 
-    construction = [dict(zip(["max_tokens", "num_overlap_msgs", "deferred"], values, strict=True))
-                    for values in itertools.product(GRID["max_tokens"], GRID["num_overlap_msgs"], GRID["deferred"])]
+    grid = _grid(initial.backend)
+    names = [name for name in grid if name != "top_k"]
+    construction = [dict(zip(names, values, strict=True)) for values in itertools.product(*(grid[n] for n in names))]
     # Points are checkpointed per construction config: a stopped grid resumes where it was.
     partial_path = work / "grid_points.json"
     saved = json.loads(partial_path.read_text(encoding="utf-8")) if partial_path.is_file() and not args.rerun else {}
-    if saved.get("grid") != GRID or saved.get("budget") != args.budget:
-        saved = {"grid": GRID, "budget": args.budget, "train": {}, "held_out": {}}
+    if saved.get("grid") != grid or saved.get("budget") != args.budget:
+        saved = {"grid": grid, "budget": args.budget, "train": {}, "held_out": {}}
     for fields in tqdm(construction, desc="grid", unit="config", disable=not args.progress):
         key = json.dumps(fields, sort_keys=True)
         if key not in saved["train"]:
             bundle = initial.with_updates(fields)
-            saved["train"][key] = [train_obj.evaluate(bundle.layer_fields(), k).micro for k in GRID["top_k"]]
+            saved["train"][key] = [train_obj.evaluate(bundle.layer_fields(), k).micro for k in grid["top_k"]]
             atomic_write_json(partial_path, saved)
     points = [{"params": {**json.loads(key), "top_k": k}, "train_micro": value}
-              for key, values in saved["train"].items() for k, value in zip(GRID["top_k"], values, strict=True)]
+              for key, values in saved["train"].items() for k, value in zip(grid["top_k"], values, strict=True)]
     best = max(points, key=lambda p: p["train_micro"])  # the first of equals, in grid order
     chosen = initial.with_updates(best["params"])
     row = {"evaluations": len(points), "train_micro": best["train_micro"], "held_out": _held_out(eval_obj, chosen),
-           "params": _params(chosen), "searched": sorted(GRID), "grid": GRID}
+           "params": _params(chosen), "searched": sorted(grid), "grid": grid}
     if args.grid_oracle:
         for fields in tqdm(construction, desc="grid oracle", unit="config", disable=not args.progress):
             key = json.dumps(fields, sort_keys=True)
             if key not in saved["held_out"]:
                 bundle = initial.with_updates(fields)
-                results = [eval_obj.evaluate(bundle.layer_fields(), k) for k in GRID["top_k"]]
+                results = [eval_obj.evaluate(bundle.layer_fields(), k) for k in grid["top_k"]]
                 saved["held_out"][key] = [[r.micro, r.macro] for r in results]
                 atomic_write_json(partial_path, saved)
         scored = [{"params": {**json.loads(key), "top_k": k}, "micro": mm[0], "macro": mm[1]}
-                  for key, values in saved["held_out"].items() for k, mm in zip(GRID["top_k"], values, strict=True)]
+                  for key, values in saved["held_out"].items() for k, mm in zip(grid["top_k"], values, strict=True)]
         row["oracle"] = max(scored, key=lambda p: p["micro"])
     return row
 
@@ -332,12 +368,17 @@ def format_over_seeds(summary: dict[str, Any]) -> str:
 
 
 def _params(bundle: Any) -> dict[str, Any]:
-    return {"top_k": bundle.top_k, **{k: bundle.get(k) for k in ("max_tokens", "num_overlap_msgs", "deferred")}}
+    if bundle.backend == "EverMemOS":
+        names = ("retrieval_config.retrieval_mode", "retrieval_config.bm25_top_n", "retrieval_config.emb_top_n",
+                 "retrieval_config.rrf_k")
+    else:
+        names = ("max_tokens", "num_overlap_msgs", "deferred")
+    return {"top_k": bundle.top_k, **{k: bundle.get(k) for k in names}}
 
 
 def format_table(rows: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
-        f"NaiveRAG, LoCoMo train {meta['train']} / held-out {meta['held_out']}, budget {meta['budget_tokens']} tokens, "
+        f"{meta.get('layer', 'NaiveRAG')}, LoCoMo train {meta['train']} / held-out {meta['held_out']}, budget {meta['budget_tokens']} tokens, "
         f"seed {meta['seed']}, {meta['machine']}",
         f"{'method':<10} {'held-out micro':>14} {'macro':>7} {'train micro':>11} {'evals':>6} {'builds':>7} "
         f"{'wall s':>8}  config",
