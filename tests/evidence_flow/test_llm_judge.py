@@ -97,6 +97,17 @@ def test_the_llm_judge_leaves_to_the_rules_what_they_are_sure_of():
     assert len(model.calls) == 1
 
 
+def test_a_sentence_that_restates_the_fact_alone_is_sure_whatever_follows_it():
+    # a raw copy of the message inside a prompt or a buffer: the next sentence is another fact, not a
+    # change of this one; the same words joined to the fact in one sentence may change it
+    judge = LLMJudgeFactory(model=FunctionChatModel(_oracle)).judge(_case())
+    copied = f"Nadia: {FACT} She said the hutch came from her uncle's farm."
+    assert judge.rules.judge_text(copied)[0].segment == copied  # the rules' best segment holds both sentences
+    assert judge.why_ask(copied) is None
+    joined = "I adopted a grey rabbit called Pip last spring, and the hutch came from my uncle's farm."
+    assert (judge.why_ask(joined) or "").startswith("the fact with new words around it")
+
+
 def test_the_llm_judge_asks_announced_texts_together_when_one_is_visited():
     model = FunctionChatModel(_oracle)
     judge = LLMJudgeFactory(model=model, batch_size=2).judge(_case())

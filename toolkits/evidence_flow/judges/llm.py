@@ -197,12 +197,24 @@ class LLMJudge:
             return None
         if best.present:
             added = content_tokens(best.segment) - self._fact_words()
-            return f"the fact with new words around it ({', '.join(sorted(added)[:3])})" if added else None
+            if not added or self._restated(text):
+                return None
+            return f"the fact with new words around it ({', '.join(sorted(added)[:3])})"
         answer = self.rules.answer_tokens
         if self.rules.mode == "answer" and answer:
             held = token_recall(answer, content_tokens(text)) >= self.rules.answer_threshold * _NEAR_ANSWER
             return "answer held without the fact's context" if held else None
         return "part of the evidence's content" if best.score >= self.factory.ask_floor else None
+
+    def _restated(self, text: str) -> bool:
+        """Some sentence of ``text`` states the fact by itself with none but the fact's own words (a raw
+        copy of the message inside a prompt or a buffer): the words around it are other facts."""
+        own = self._fact_words()
+        for sentence in _SENTENCE_END.split(text):
+            words = content_tokens(sentence)
+            if words and words <= own and self.rules.assess(sentence).present:
+                return True
+        return False
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Announce texts the graph side may visit: those that need the model are asked with the
