@@ -27,6 +27,8 @@ from typing import Any, Literal
 from membase.layers.tracing import tracing_active
 
 __all__ = [
+    "ANSWER_CONTEXT_BUDGET",
+    "ANSWER_PARAMETERS",
     "PARAMETER_CATEGORY",
     "PARAMETER_CLASS",
     "TUNABLE_PARAMETERS",
@@ -55,8 +57,9 @@ class TunableParameter:
         high: upper bound (numbers).
         log: search the range on a log scale.
         choices: the allowed values (categorical).
-        scope: ``layer_config`` (a field of the layer config file) or ``search`` (the search
-            runner's ``top_k``, ``--top-k`` on the command line).
+        scope: ``layer_config`` (a field of the layer config file), ``search`` (the search
+            runner's ``top_k``, ``--top-k`` on the command line) or ``answer`` (a setting of the
+            answering step, :data:`ANSWER_PARAMETERS`).
         comment: what the parameter does (the node comment).
     """
 
@@ -66,7 +69,7 @@ class TunableParameter:
     high: float | None = None
     log: bool = False
     choices: tuple[Any, ...] = ()
-    scope: Literal["layer_config", "search"] = "layer_config"
+    scope: Literal["layer_config", "search", "answer"] = "layer_config"
     comment: str = ""
     requires: Mapping[str, str] = field(default_factory=dict)
     """``{value: other parameter}``: choosing ``value`` needs the other parameter set (not null)."""
@@ -155,6 +158,20 @@ TUNABLE_PARAMETERS: dict[str, tuple[TunableParameter, ...]] = {
 }
 
 
+ANSWER_CONTEXT_BUDGET = TunableParameter(
+    "answer_context_budget", "int", low=64, high=8192, log=True, scope="answer",
+    comment="Token budget of the answering step's context: the formatted memories are cut after it.",
+)
+
+ANSWER_PARAMETERS: dict[str, tuple[TunableParameter, ...]] = {
+    layer: (ANSWER_CONTEXT_BUDGET,) for layer in ("NaiveRAG", "Mem0", "EverMemOS")
+}
+"""Settings of the answering step (the evaluation runner), per layer whose memories it formats.
+
+Kept apart from :data:`TUNABLE_PARAMETERS`: they shape the answer, not what the layer builds or
+retrieves, and the evaluation runner (not the layer) traces them, only when they are set."""
+
+
 def tunable_parameters(layer_type: str) -> tuple[TunableParameter, ...]:
     """The tunable parameters a layer type declares (empty for an unknown type)."""
     return TUNABLE_PARAMETERS.get(layer_type, ())
@@ -191,9 +208,9 @@ class ParameterTracer:
     dictionary look-up, not a node resolution.
     """
 
-    def __init__(self, layer_type: str) -> None:
+    def __init__(self, layer_type: str, specs: tuple[TunableParameter, ...] | None = None) -> None:
         self.layer_type = layer_type
-        self._specs = {p.name: p for p in tunable_parameters(layer_type)}
+        self._specs = {p.name: p for p in (tunable_parameters(layer_type) if specs is None else specs)}
         self._graph: Any = None
         self._handles: dict[str, tuple[str, Any]] = {}
 

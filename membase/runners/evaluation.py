@@ -44,6 +44,7 @@ from membase.runners._executors import FanOut, TaskCrash, crashed_report, fan_ou
 from membase.runners._portable_models import add_usage, model_recipe
 from membase.types import MemoryEntry, QuestionAnswerPair
 from membase.utils.io import atomic_write_json
+from membase.utils.tokens import count_tokens, truncate_to_tokens
 
 __all__ = ["EvaluationRunner", "EvaluationRunnerConfig", "default_context_builder", "summarize_metrics"]
 
@@ -79,6 +80,11 @@ class EvaluationRunnerConfig(BaseModel):
     add_question_timestamp: bool = False
     metrics: list[str] = Field(default_factory=lambda: list(METRICS))
     show_progress: bool = True
+    context_budget: int | None = Field(default=None, ge=1)
+    """Token budget of the answering context: the built context is cut after it (None: no cut).
+    When set it is traced as ``parameter:answer_context_budget``, an input of the cut."""
+    layer_type: str | None = None
+    """The memory layer whose memories are answered from (recorded in the budget's node metadata)."""
 
 
 @dataclass
@@ -87,6 +93,8 @@ class _Item:
     qa: QuestionAnswerPair
     memories: list[MemoryEntry]
     context: str = ""
+    uncut_context: str | None = None
+    """The built context before the budget cut (None: no budget)."""
     prediction: str | None = None
     judge_response: str | None = None
     error: str | None = None
@@ -121,6 +129,7 @@ class EvaluationRunner:
         self._worker_usage: dict[str, Any] | None = None  # summed over the workers of a fanned-out run
         self.judge_template_name = judge_template_name(config.dataset_type)
         self.judge_template = get_judge_template(self.judge_template_name)
+        self._budget_tracer: Any = None
 
     @property
     def output_path(self) -> Path:
@@ -218,6 +227,8 @@ class EvaluationRunner:
             qa = QuestionAnswerPair.model_validate(record["qa_pair"])
             memories = [MemoryEntry.model_validate(m) for m in record.get("retrieved_memories", [])]
             item = _Item(record=record, qa=qa, memories=memories, context=self.context_builder(memories))
+            if cfg.context_budget is not None:
+                item.uncut_context, item.context = item.context, truncate_to_tokens(item.context, cfg.context_budget)
             if record.get("error"):
                 item.error = f"search failed: {record['error']}"
             items.append(item)
@@ -303,11 +314,14 @@ class EvaluationRunner:
         ]
         with comment_op_scope(op_name="question-answering", category="evaluation",
                               comment="The QA model answers the question from the retrieved memories."):
-            comment_op(
-                inputs=memory_inputs, outputs=[context_item],
-                metadata={"source_code": _source_of(self.context_builder)},
-                comment="The retrieved memories are formatted into the context.", reuse_op=True,
-            )
+            if item.uncut_context is None:
+                comment_op(
+                    inputs=memory_inputs, outputs=[context_item],
+                    metadata={"source_code": _source_of(self.context_builder)},
+                    comment="The retrieved memories are formatted into the context.", reuse_op=True,
+                )
+            else:
+                self._trace_cut(item, memory_inputs, context_item)
             comment_op(
                 inputs=[(item.qa.question, {"class_name": "query", "id_strategy": lambda _q: qa_id}),
                         context_item, prompt_rv],
@@ -315,6 +329,32 @@ class EvaluationRunner:
                                             "comment": "The QA model's answer."})],
                 comment="The QA model generates the answer.", reuse_op=True,
             )
+
+    def _trace_cut(self, item: _Item, memory_inputs: list[Any], context_item: tuple[str, dict[str, Any]]) -> None:
+        """Memories -> uncut context; uncut context + the budget parameter -> the context the model sees.
+
+        The budget is an input of the step that drops text, so an attribution that finds the
+        information in the uncut context and not in the cut one names the op the budget shapes.
+        """
+        from membase.layers.parameters import ANSWER_CONTEXT_BUDGET, ParameterTracer
+        from smartcomment import comment_op
+
+        budget = self.config.context_budget
+        assert item.uncut_context is not None and budget is not None
+        if self._budget_tracer is None:
+            self._budget_tracer = ParameterTracer(self.config.layer_type or "unknown", specs=(ANSWER_CONTEXT_BUDGET,))
+        qa_id = item.qa.id
+        uncut_item = (item.uncut_context, {
+            "class_name": "uncut_context", "category": "memory_context", "id_strategy": lambda _c: f"{qa_id}-uncut",
+            "comment": "The retrieved memories formatted, before the context budget cut."})
+        comment_op(inputs=memory_inputs, outputs=[uncut_item], metadata={"source_code": _source_of(self.context_builder)},
+                   comment="The retrieved memories are formatted into the context.", reuse_op=True)
+        before, after = count_tokens(item.uncut_context), count_tokens(item.context)
+        cut_item = (item.context, {**context_item[1], "metadata": {
+            "context_budget": budget, "tokens_before_cut": before, "tokens_after_cut": after, "cut": after < before}})
+        comment_op(inputs=[uncut_item, *self._budget_tracer.handles({ANSWER_CONTEXT_BUDGET.name: budget})],
+                   outputs=[cut_item], reuse_op=True,
+                   comment=f"The context is cut to the answering budget of {budget} tokens ({before} before the cut).")
 
     # -- judging ----------------------------------------------------------------------------------
     def _judge(self, item: _Item) -> None:

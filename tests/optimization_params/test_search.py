@@ -8,7 +8,12 @@ pytest.importorskip("optuna", reason="the parameter search needs the optim extra
 
 from membase.layers.parameters import TUNABLE_PARAMETERS, TunableParameter, tunable_parameters  # noqa: E402
 from smartcomment import comment_graph, comment_session, comment_variable  # noqa: E402
-from toolkits.optimization.parameters import parameter_registry, parameter_spec, parameter_targets  # noqa: E402
+from toolkits.optimization.parameters import (  # noqa: E402
+    layer_parameter_targets,
+    parameter_registry,
+    parameter_spec,
+    parameter_targets,
+)
 from toolkits.optimization.search import (  # noqa: E402
     BAYESIAN_TPE,
     CATEGORICAL_TPE,
@@ -59,8 +64,12 @@ def test_every_parameter_target_names_the_optimizer_of_its_kind_after_the_prompt
         assert optimizer_for(target) is optimizer_for(spec)
         assert target.problems(spec.low if spec.kind != "categorical" else spec.choices[0]) == []
         assert target.problems("nonsense")
-    assert {t.field for t in registry.for_layer("NaiveRAG", kinds=("parameter",))} == set(RAG)
-    assert [t.field for t in registry.for_layer("Mem0", kinds=("parameter",))] == ["top_k"]
+    # the answering step's budget is a target of the retrieving layers (the prompt loop's parameter
+    # tasks), left out of the parameter loop's search space
+    assert {t.field for t in registry.for_layer("NaiveRAG", kinds=("parameter",))} == {*RAG, "answer_context_budget"}
+    assert [t.field for t in registry.for_layer("Mem0", kinds=("parameter",))] == ["top_k", "answer_context_budget"]
+    assert {t.field for t in layer_parameter_targets(registry, "NaiveRAG")} == set(RAG)
+    assert [t.field for t in layer_parameter_targets(registry, "Long-Context")] == ["context_window"]
     with pytest.raises(ValueError):
         parameter_spec(registry.get("question_answering_prompt"))
 

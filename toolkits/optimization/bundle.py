@@ -2,7 +2,8 @@
 
 A bundle is a layer type (``backend``), that layer's config (``base_config``, the JSON keys of
 a ``python -m membase`` layer-config file except ``layer_type``, ``user_id`` and ``save_dir``),
-the question-answering template, and the search ``top_k``. ``get``/``update`` address values
+the question-answering template, the search ``top_k`` and the answering step's
+``answer_context_budget``. ``get``/``update`` address values
 by dotted path (``custom_fact_extraction_prompt``, ``question_answering_prompt``,
 ``prompt_overrides.boundary-detection-prompt-template``, ``retrieval_config.bm25_top_n`` …);
 every update re-validates the whole layer config, so an unknown field fails at once.
@@ -39,6 +40,8 @@ BUNDLE_FILENAME = "memory_system_config.json"
 MEMORY_CONFIG_FILENAME = "memory_config.json"
 _PER_USER_KEYS = ("user_id", "save_dir")
 _SECRET_MARK = "***"
+_BUNDLE_FIELDS = ("question_answering_prompt", "top_k", "answer_context_budget")
+"""Keys that name a bundle field, not a layer-config field."""
 
 
 class BundleError(MemTraceError, ValueError):
@@ -98,6 +101,9 @@ class MemoryConfigBundle(BaseModel):
     """QA ``string.Template`` (``$question``, ``$context``); None = membase's default."""
     top_k: int | None = Field(default=None, ge=1)
     """Memories retrieved per question; None = the command line's ``--top-k``."""
+    answer_context_budget: int | None = Field(default=None, ge=1)
+    """Token budget of the answering step's context (the formatted memories are cut after it);
+    None = no cut (then it is not traced and no attribution can reach it)."""
 
     @field_validator("backend")
     @classmethod
@@ -175,6 +181,8 @@ class MemoryConfigBundle(BaseModel):
     def to_json_dict(self, *, redact: bool = True) -> dict[str, Any]:
         """The JSON form; secret-named config values become ``"***"`` unless ``redact`` is False."""
         data = self.model_dump(mode="json")
+        if data.get("answer_context_budget") is None:  # unset: the file and digest stay as before the field existed
+            data.pop("answer_context_budget", None)
         if redact:
             from membase.layers.base import redact_secrets
 
@@ -214,7 +222,7 @@ class MemoryConfigBundle(BaseModel):
             KeyError: The key names no field.
         """
         parts = _split(key)
-        if parts[0] in ("question_answering_prompt", "top_k") and len(parts) == 1:
+        if parts[0] in _BUNDLE_FIELDS and len(parts) == 1:
             return getattr(self, parts[0])
         config = self._layer_config()
         value: Any = config
@@ -241,7 +249,7 @@ class MemoryConfigBundle(BaseModel):
         data = self.model_dump()
         for key, value in updates.items():
             parts = _split(key)
-            if parts[0] in ("question_answering_prompt", "top_k") and len(parts) == 1:
+            if parts[0] in _BUNDLE_FIELDS and len(parts) == 1:
                 data[parts[0]] = value
                 continue
             self.get(key)  # raises KeyError for a key the layer config does not have
@@ -266,6 +274,7 @@ class MemoryConfigBundle(BaseModel):
         self.base_config = new.base_config
         self.question_answering_prompt = new.question_answering_prompt
         self.top_k = new.top_k
+        self.answer_context_budget = new.answer_context_budget
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON (secrets included), to recognise identical bundles."""

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 from membase.utils.io import atomic_write_json
 from smartcomment.runtime.errors import MemTraceError
 from toolkits.optimization.bundle import BUNDLE_FILENAME, MemoryConfigBundle
+from toolkits.optimization.context_cuts import route_context_cuts
 from toolkits.optimization.grouping import AttributionGroups, group_attributions
 from toolkits.optimization.optimizer import (
     GradientHistory,
@@ -450,7 +451,12 @@ class PromptRoundStep:
             groups = _everything_to_everyone(attributions, graph, present)
         else:
             groups = group_attributions(attributions, graph, self.targets)
-        atomic_write_json(folder / GROUPED_FILENAME, groups.as_json())
+        grouped = groups.as_json()
+        if not self.attribution.disabled:  # a cut answering context is also the budget's task
+            cuts = route_context_cuts(groups, attributions, graph, self.targets)
+            if cuts:
+                grouped = {**groups.as_json(), "context_cuts": cuts}
+        atomic_write_json(folder / GROUPED_FILENAME, grouped)
 
         for optimizer in self.optimizers.values():
             begin_round = getattr(optimizer, "begin_round", None)

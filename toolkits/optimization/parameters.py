@@ -11,6 +11,10 @@ Every :class:`membase.layers.parameters.TunableParameter` becomes a
   optimization for bounded numbers, categorical search for choices;
 * ``metadata`` = kind, bounds or choices (the node metadata).
 
+The answering step's ``answer_context_budget`` (:data:`membase.layers.parameters.ANSWER_PARAMETERS`,
+traced by the evaluation runner when a bundle sets it) is a target too, for the prompt loop's
+parameter tasks; the parameter loop (:func:`layer_parameter_targets`) leaves it out.
+
 :func:`parameter_registry` returns a registry holding the built-in prompt targets followed by
 these, so an operation that holds both a prompt and parameters still groups onto the prompt
 first, while :func:`attributed_parameters` reads every parameter candidate of every attributed
@@ -22,12 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from membase.layers.parameters import TUNABLE_PARAMETERS, TunableParameter
+from membase.layers.parameters import ANSWER_PARAMETERS, TUNABLE_PARAMETERS, TunableParameter
 from toolkits.optimization.grouping import AttributionGroups
 from toolkits.optimization.targets import TARGETS, Target, TargetRegistry
 
 __all__ = [
     "attributed_parameters",
+    "is_answer_parameter",
     "parameter_registry",
     "parameter_spec",
     "parameter_targets",
@@ -41,7 +46,7 @@ def parameter_targets(layer_type: str | None = None) -> list[Target]:
 
     layers_of: dict[str, list[str]] = {}
     specs: dict[str, TunableParameter] = {}
-    for layer, params in TUNABLE_PARAMETERS.items():
+    for layer, params in _declared():
         for spec in params:
             specs.setdefault(spec.name, spec)
             layers_of.setdefault(spec.name, []).append(layer)
@@ -60,6 +65,17 @@ def parameter_targets(layer_type: str | None = None) -> list[Target]:
             metadata={**spec.metadata(",".join(layers_of[name]))},
         ))
     return out
+
+
+def _declared() -> list[tuple[str, tuple[TunableParameter, ...]]]:
+    """The layers' parameters, then the answering step's (:data:`ANSWER_PARAMETERS`)."""
+    return [*TUNABLE_PARAMETERS.items(), *ANSWER_PARAMETERS.items()]
+
+
+def is_answer_parameter(target: Target) -> bool:
+    """Whether ``target`` is a setting of the answering step (``answer_context_budget``)."""
+    return target.kind == "parameter" and any(target.variable == p.full_name
+                                              for params in ANSWER_PARAMETERS.values() for p in params)
 
 
 def _bounds_contract(spec: TunableParameter) -> Any:
@@ -96,7 +112,7 @@ def parameter_spec(target: Target) -> TunableParameter:
         ValueError: ``target`` is not a parameter target.
     """
     if target.kind == "parameter":
-        for params in TUNABLE_PARAMETERS.values():
+        for _layer, params in _declared():
             for spec in params:
                 if spec.full_name == target.variable:
                     return spec
@@ -125,6 +141,9 @@ def attributed_parameters(
 
 
 def layer_parameter_targets(registry: TargetRegistry, layer_type: str, fields: Sequence[str] | None = None) -> list[Target]:
-    """The parameter targets of ``layer_type`` (only ``fields`` when given), in registration order."""
-    targets = registry.for_layer(layer_type, kinds=("parameter",))
+    """The parameter targets of ``layer_type`` (only ``fields`` when given), in registration order.
+
+    The answering step's settings are left out: the parameter loop scores the context at its own
+    fixed budget, so a budget there would be a dimension that changes nothing."""
+    targets = [t for t in registry.for_layer(layer_type, kinds=("parameter",)) if not is_answer_parameter(t)]
     return targets if fields is None else [t for t in targets if t.field in set(fields)]

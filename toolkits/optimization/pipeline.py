@@ -4,7 +4,9 @@
 trajectory of a dataset, into one folder: memories under ``<folder>/<user_id>/``, graphs under
 ``<folder>/traced_data/<user_id>/graph_{construction,search,evaluation}.json``, the search
 results ``<folder>/<top_k>_<start>_<end>.json`` and their ``…_evaluation.json``, the runners'
-reports, and the token-cost files ``memory_construction_token_cost_<user_id>.json``.
+reports, and the token-cost files ``memory_construction_token_cost_<user_id>.json``. A bundle's
+``answer_context_budget`` cuts every answering context to that many tokens (traced as
+``parameter:answer_context_budget``, an input of the cut).
 
 With ``PipelineSettings.workers`` > 1 the conversations are built, searched and answered in that
 many worker processes (membase's fan-out, :mod:`membase.runners._executors`); the files are the
@@ -252,6 +254,7 @@ def _run_stages(bundle: MemoryConfigBundle, dataset: Any, folder: Path, settings
             qa_max_tokens=settings.qa_max_tokens, judge_max_tokens=settings.judge_max_tokens,
             prompt_template=bundle.question_answering_prompt or QA_TEMPLATE,
             metrics=list(settings.metrics), show_progress=settings.show_progress,
+            context_budget=bundle.answer_context_budget, layer_type=bundle.backend,
         ),
         qa_model=settings.qa_model,
         judge_model=settings.judge_model if "llm_judge" in settings.metrics else None, fan_out=plan,
