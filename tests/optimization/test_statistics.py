@@ -108,7 +108,8 @@ def test_relative_gain_is_the_difference_over_the_starting_score():
 @pytest.mark.parametrize("choice, expected", [
     ("qa", {"question_answering_prompt"}),
     ("memory", {"custom_fact_extraction_prompt", "custom_update_memory_prompt", "top_k"}),
-    ("all", {"question_answering_prompt", "custom_fact_extraction_prompt", "custom_update_memory_prompt", "top_k"}),
+    ("all", {"question_answering_prompt", "custom_fact_extraction_prompt", "custom_update_memory_prompt", "top_k",
+             "answer_context_budget"}),
     (None, {"question_answering_prompt", "custom_fact_extraction_prompt", "custom_update_memory_prompt"}),
 ])
 def test_target_sets_of_the_ablation(choice, expected):

@@ -202,18 +202,18 @@ def _initial_bundle(args: argparse.Namespace) -> Any:
 
 TARGET_SETS = ("qa", "memory", "all")
 """``--targets`` shorthands: the answer prompt alone; the memory side (every other prompt and the
-layer's parameters); everything. The default (no ``--targets``) is every prompt target, as in the paper."""
+layer's parameters, not the answering step's context budget); everything. The default (no ``--targets``) is every prompt target, as in the paper."""
 
 
 def _targets(args: argparse.Namespace, backend: str) -> list[Any]:
-    from toolkits.optimization.parameters import parameter_registry
+    from toolkits.optimization.parameters import is_answer_parameter, parameter_registry
 
     registry = parameter_registry()
     if args.targets and args.targets.strip() in TARGET_SETS:
         every = registry.for_layer(backend)
         chosen = {
             "qa": [t for t in every if t.field == "question_answering_prompt"],
-            "memory": [t for t in every if t.field != "question_answering_prompt"],
+            "memory": [t for t in every if t.field != "question_answering_prompt" and not is_answer_parameter(t)],
             "all": every,
         }[args.targets.strip()]
         if not chosen:
