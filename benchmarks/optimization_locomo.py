@@ -34,6 +34,11 @@ construction config and conversation set) plus, for guided rows, the traced run 
 ``--output-path`` after every row; a rerun skips finished rows (``--rerun`` recomputes them) and
 the loops resume from their folders.
 
+``--layer EverMemOS`` runs the same rows on EverMemOS offline (its deterministic fake model and
+hashing embedder; :mod:`toolkits.optimization.evermemos_objective`), whose tunable parameters
+are all retrieval ones (``retrieval_mode``, ``bm25_top_n``, ``emb_top_n``, ``rrf_k``, ``top_k``):
+one build per row and conversation set, the grid is :data:`EVERMEMOS_GRID`.
+
 Run (2 CPU cores: 1-2 hours cold, minutes with a warm cache)::
 
     python benchmarks/optimization_locomo.py --work-dir runs/optimization_locomo
@@ -149,6 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ContextRecallObjective(select(full, indexes), initial.backend, initial.layer_fields(),
                                       budget=args.budget, cache_dir=cache, cache_tables=False,
                                       show_progress=args.progress)
+
+    try:  # the objectives check the layer and its models when made (nothing is built yet)
+        objective(train).close()
+    except ValueError as exc:
+        print(f"error: {args.layer_config or args.layer}: {exc}", file=sys.stderr)
+        return 2
 
     meta = {
         "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",

@@ -142,3 +142,16 @@ def test_the_benchmark_runs_its_evermemos_rows(tmp_path, locomo_file):
     # guided spends at most the unguided budget (a round whose search space is exhausted stops early)
     assert 2 <= rows["guided"]["evaluations"] <= rows["unguided"]["evaluations"] == 4
     assert set(rows["guided"]["searched"]) & RETRIEVAL_PARAMETERS - {"top_k"}  # more than top_k was in play
+
+
+def test_the_benchmark_refuses_an_evermemos_config_with_a_real_model(tmp_path, locomo_file, capsys):
+    from benchmarks.optimization_locomo import main
+
+    config = tmp_path / "ever.json"
+    config.write_text(json.dumps({"layer_type": "EverMemOS", "llm_config": {"provider": "openai", "model": "m"}}))
+    code = main(["--layer-config", str(config), "--dataset-path", str(locomo_file), "--work-dir", str(tmp_path / "w"),
+                 "--no-progress"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {config}: the EverMemOS recall objective runs offline: llm_config.provider must be 'fake'")
+    assert not (tmp_path / "w" / "results.json").exists()
