@@ -133,3 +133,13 @@ def test_every_converted_plan_names_texts_its_conversation_holds(name, planned):
             assert plan.after > number or plan.corruption == "compact", case.number
         if plan.error == "response":
             assert case.prediction or plan.edits, case.number  # a planned answer or a misread
+
+
+@pytest.mark.slow
+def test_score_attribute_runs_evidence_flow_on_every_split_of_a_build(built, tmp_path, capsys):
+    out, _report = built
+    assert main(["score", str(out), "--attribute", str(tmp_path / "runs")]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "runs").glob("*.json")) == ["long_context.json", "rag.json"]
+    totals = [line.split() for line in printed.splitlines() if line.startswith("all ")]
+    assert totals and all(t[1] == "3" for t in totals)  # every kept case was attributed and scored
