@@ -1,6 +1,6 @@
 """Tokens per case of evidence_flow's ``llm`` judge next to ``graph_search``'s, on the same cases, offline.
 
-Both strategies run through ``run_error_attribution.main`` on a MemTraceBench folder with scripted
+Both strategies run through ``toolkits.attribution.cli.main`` on a MemTraceBench folder with scripted
 models, and every request they send is counted with the ``o200k_base`` BPE — ``tiktoken``, fed the
 encoding file that ``bpe-openai`` ships (checked against tiktoken's own hash, so nothing is
 downloaded); ``bpe-openai`` itself, or the membase regex estimate, only when tiktoken is missing
@@ -136,10 +136,7 @@ def _gold(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def _run(bench: Path, split: str, out: Path, extra: Sequence[str], model_factory: Any = None) -> dict[str, Any]:
-    try:
-        from toolkits.attribution.cli import main as attribute
-    except ImportError:  # the command's older home
-        from run_error_attribution import main as attribute
+    from toolkits.attribution.cli import main as attribute
 
     args = [str(bench), split, "--output-path", str(out), "--no-progress", "--bootstrap-samples", "0", "--no-resume",
             "--batch-size", "1", "--api-config-path", str(out.parent / "api.json"), *extra]

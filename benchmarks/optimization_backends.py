@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=3)
     args = p.parse_args(argv)
 
-    import run_optimization
+    from toolkits.optimization import command as optimization_command
     from toolkits.optimization import gepa_backend, pipeline
 
     qa, judge = _scripted_models(Path(args.dataset_path), args.max_sessions, args.max_questions)
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = (["--validation-gate", "--validation-trajectories", "3,4"] if backend == "textgrad" else
                      ["--optimizer", "gepa", "--gepa-max-metric-calls", str(rows["textgrad"]["conversation_evaluations"])])
             started = time.perf_counter()
-            code = run_optimization.main([*common, *extra, "--optimization-dir", str(out)],
+            code = optimization_command.main([*common, *extra, "--optimization-dir", str(out)],
                                          optimizer_model_factory=_three_stage_optimizer)
             if code != 0:
                 return code

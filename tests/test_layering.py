@@ -6,8 +6,8 @@
 Imports are read from the source with :mod:`ast` (function-level imports included, since a
 lazy import is still a dependency), so the check costs no import and sees every module.
 Besides the order, no two packages may import each other (also within a layer), no module
-imports one of the top-level scripts (``run_error_attribution.py`` …: scripts are entry points,
-their logic lives in ``toolkits``), and no module outside ``graphtrace`` takes a chat model
+imports one of the top-level scripts, tests included (``run_error_attribution.py`` …: scripts are
+entry points, their logic lives in ``toolkits``), and no module outside ``graphtrace`` takes a chat model
 from ``graphtrace`` (models come from the model layer, ``membase.clients``).
 """
 
@@ -17,8 +17,6 @@ import ast
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,24 +123,11 @@ def _script_imports() -> list[str]:
                   for where in places)
 
 
-PENDING_SCRIPT_IMPORTS = {
-    "benchmarks/optimization_backends.py": "runs run_optimization.main in process with patched models; "
-    "the loop's argument handling has no home in toolkits yet",
-    "benchmarks/evidence_flow_judge_cost.py": "falls back to run_error_attribution.main when "
-    "toolkits.attribution.cli is missing",
-}
-"""Modules that still import a script, each with why; no other module may join them."""
-
-
-def test_nothing_imports_a_script_beyond_the_pending_few():
-    new = [where for where in _script_imports() if where.split(":")[0] not in PENDING_SCRIPT_IMPORTS]
-    assert new == []
-
-
-@pytest.mark.xfail(strict=False, reason="pending (issue #22 item 3): " + "; ".join(
-    f"{path}: {why}" for path, why in PENDING_SCRIPT_IMPORTS.items()))
 def test_nothing_imports_a_script():
-    assert _script_imports() == []
+    """Scripts are entry points: packages, benchmarks and tests reach a command through toolkits."""
+    from_tests = [f"{path.relative_to(ROOT)}:{line} {module}" for path in _python_files(ROOT / "tests")
+                  for line, module, _ in _imports(path) if module.split(".")[0] in SCRIPTS]
+    assert _script_imports() + from_tests == []
 
 
 def test_no_model_is_imported_from_graphtrace():

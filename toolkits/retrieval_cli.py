@@ -6,6 +6,7 @@ Recall@k of pseudo source-evidence retrieval on a MemTraceBench split (spec §10
 
 Exit codes: 0 done; 2 bad arguments or data, or an unreachable embedding endpoint.
 """
+
 from __future__ import annotations
 
 import argparse

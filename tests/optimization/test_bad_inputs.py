@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import run_optimization
 from tests.resume._unreadable import make_unreadable
+from toolkits.optimization import command as optimization_command
 from toolkits.optimization.loop import IterationStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def _error_lines(err: str) -> list[str]:
 
 
 def _fails(capsys, argv, fragment: str) -> str:
-    code = run_optimization.main(argv)
+    code = optimization_command.main(argv)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = _error_lines(err)
@@ -109,14 +109,14 @@ def test_a_round_whose_summary_is_damaged_is_not_complete(tmp_path, damage):
 def test_a_truncated_summary_of_the_last_round_is_rerun_and_the_final_evaluation_rebuilt(tmp_path, capsys, locomo_file):
     out = tmp_path / "o"
     argv = _argv(out, locomo_file, sample_size="2", evaluate="5")
-    assert run_optimization.main(argv) == 0
+    assert optimization_command.main(argv) == 0
     capsys.readouterr()
     summary = out / "iteration_2" / "iteration_summary.json"
     whole = json.loads(summary.read_text(encoding="utf-8"))
     summary.write_text(summary.read_text(encoding="utf-8")[:30], encoding="utf-8")  # damaged by hand
     (out / "final_evaluation.json").write_text("{\"metrics\": ", encoding="utf-8")  # and the report too
 
-    assert run_optimization.main(argv) == 0
+    assert optimization_command.main(argv) == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert "resuming at round 2 of 2 (rounds 1-1 are complete" in err
@@ -278,7 +278,7 @@ def test_the_parameter_loop_does_not_continue_rounds_of_another_config_or_search
                 "--train-trajectories", "0", "--eval-trajectories", "none", "--max-sessions", "1", "--rounds", "1",
                 "--optimization-dir", str(out), "--no-progress", *extra]
 
-    assert run_optimization.main(argv()) == 0  # nothing left to run; the settings are recorded
+    assert optimization_command.main(argv()) == 0  # nothing left to run; the settings are recorded
     assert "all 1 rounds are complete" in capsys.readouterr().err
     _fails(capsys, argv("--context-budget", "500"), "context_budget 1000 -> 500")
     config.write_text(json.dumps({"layer_type": "Long-Context", "context_window": 2000}), encoding="utf-8")

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
 from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def ablation(tmp_path_factory, locomo_file):
         "--max-questions", "3", "--eval-trajectories", "none", "--optimizer-max-retries", "1", "--retry-backoff", "0",
         "--contract-retries", "1", "--no-progress",
     ]
-    assert run_optimization.main(argv, optimizer_model_factory=_factory) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=_factory) == 0
     folder = out / "iteration_1"
     return {name: json.loads((folder / name).read_text()) for name in (
         "iteration_summary.json", "error_attribution.json", "grouped_attributions.json", "feedbacks.json",

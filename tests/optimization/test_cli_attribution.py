@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
 from membase.clients import FunctionChatModel  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def test_graph_search_failures_are_recorded_and_the_round_completes(tmp_path, lo
             str(locomo_file), "--optimization-dir", str(out), "--sample-size", "1", "--optimizer-model", "fake:x",
             "--qa-model", "fake:no idea", "--judge-model", 'fake:{"label": "WRONG"}', "--max-sessions", "1",
             "--max-questions", "2", "--eval-trajectories", "none", "--no-progress"]
-    assert run_optimization.main(argv, attribution_model_factory=attribution_factory) == 0
+    assert optimization_command.main(argv, attribution_model_factory=attribution_factory) == 0
     summary = json.loads((out / "iteration_1" / "iteration_summary.json").read_text())
     assert summary["attribution"] == "graph_search" and sorted(built) == [0, 1]
     assert len(summary["attribution_failures"]) == 2

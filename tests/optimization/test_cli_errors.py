@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import run_optimization
+from toolkits.optimization import command as optimization_command
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "examples" / "configs" / "mem0_offline.json"
@@ -22,7 +22,7 @@ def _argv(out, dataset, *extra, config=CONFIG):
 
 
 def _fails(capsys, argv, needle):
-    assert run_optimization.main(argv) == 2
+    assert optimization_command.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
     return err[0]
@@ -68,7 +68,7 @@ def test_initial_prompts_by_variable_name_are_applied(tmp_path, locomo_file):
 
     prompts = tmp_path / "prompts.json"
     prompts.write_text(json.dumps({"question-answering-prompt": "Q: $question C: $context"}))
-    args = run_optimization.build_parser().parse_args(_argv(tmp_path / "o", locomo_file, "--initial-prompts", str(prompts)))
+    args = optimization_command.build_parser().parse_args(_argv(tmp_path / "o", locomo_file, "--initial-prompts", str(prompts)))
     from toolkits.optimization.bundle import MemoryConfigBundle
 
     bundle = MemoryConfigBundle.from_layer_config(json.loads(CONFIG.read_text()))

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 from toolkits.optimization.optimizer import fake_optimizer_model  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -48,7 +48,7 @@ def _argv(locomo_file, out, *extra):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, locomo_file):
     out = tmp_path_factory.mktemp("opt") / "run"
-    assert run_optimization.main(_argv(locomo_file, out)) == 0
+    assert optimization_command.main(_argv(locomo_file, out)) == 0
     return out
 
 
@@ -143,7 +143,7 @@ def test_final_evaluation_pairs_questions_and_reports_intervals(full_run):
 
 def test_rerun_after_completion_reuses_everything(full_run, locomo_file, capsys):
     before = (full_run / "final_evaluation" / "initial" / "outcomes.json").stat().st_mtime_ns
-    assert run_optimization.main(_argv(locomo_file, full_run)) == 0
+    assert optimization_command.main(_argv(locomo_file, full_run)) == 0
     assert "all 2 rounds are complete" in capsys.readouterr().err
     assert (full_run / "final_evaluation" / "initial" / "outcomes.json").stat().st_mtime_ns == before
 
@@ -153,7 +153,7 @@ def test_rerun_after_completion_reuses_everything(full_run, locomo_file, capsys)
 DRIVER = """
 import json, pathlib, sys, time
 sys.path.insert(0, {repo!r})
-import run_optimization
+from toolkits.optimization import command as optimization_command
 from toolkits.optimization.optimizer import fake_optimizer_model
 root = pathlib.Path(sys.argv[1])
 def factory(call_index):
@@ -161,7 +161,7 @@ def factory(call_index):
         (root / "stopped-in-round-2").write_text("x")
         time.sleep(600)
     return fake_optimizer_model({reply!r})
-sys.exit(run_optimization.main(sys.argv[2:], optimizer_model_factory=factory))
+sys.exit(optimization_command.main(sys.argv[2:], optimizer_model_factory=factory))
 """
 
 
@@ -204,7 +204,7 @@ def test_killed_in_round_two_resumes_at_round_two_with_round_one_history(tmp_pat
         model.fn = fn
         return model
 
-    assert run_optimization.main(argv, optimizer_model_factory=factory) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=factory) == 0
     assert "resuming at round 2 of 2" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in (out / "iteration_1").iterdir() if p.is_file()} == round_one
     assert (out / "iteration_2" / "memory_system_config.json").is_file()

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 from toolkits.optimization.cost_estimate import CallMeter, count_text_tokens, offline_layer_config  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -27,7 +27,7 @@ def _argv(locomo_file, out: Path) -> list[str]:
 
 def test_the_estimate_matches_a_scripted_run(tmp_path, locomo_file, monkeypatch, capsys):
     estimate_dir = tmp_path / "planned"
-    assert run_optimization.main([*_argv(locomo_file, estimate_dir), "--estimate-cost"]) == 0
+    assert optimization_command.main([*_argv(locomo_file, estimate_dir), "--estimate-cost"]) == 0
     estimate = json.loads((estimate_dir / "cost_estimate.json").read_text())
     assert "estimate qa:" in capsys.readouterr().out
     assert not (estimate_dir / "iteration_1").exists()  # the planned run itself did not start
@@ -39,7 +39,7 @@ def test_the_estimate_matches_a_scripted_run(tmp_path, locomo_file, monkeypatch,
     monkeypatch.setattr(pipeline, "chat_model_from_spec",
                         lambda spec, **_kw: observed.chat_model("qa" if spec == "gpt-qa" else "judge"))
     run_dir = tmp_path / "scripted"
-    assert run_optimization.main(_argv(locomo_file, run_dir), optimizer_model_factory=observed.optimizer_factory) == 0
+    assert optimization_command.main(_argv(locomo_file, run_dir), optimizer_model_factory=observed.optimizer_factory) == 0
 
     answered = sum(len(json.loads(p.read_text())) for p in run_dir.rglob("*_evaluation.json")
                    if re.fullmatch(r"\d+_\d+_\d+_evaluation\.json", p.name))  # <top_k>_<start>_<end>

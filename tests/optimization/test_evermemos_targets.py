@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import run_optimization
 from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
 from membase.layers.evermemos.prompts import PROMPT_TEMPLATES
+from toolkits.optimization import command as optimization_command
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def test_one_evermemos_round_rewrites_its_traced_templates(tmp_path, locomo_file
             "--sample-size", "1", "--disable-memtrace", "--optimizer-model", "unused", "--qa-model", "fake:no idea",
             "--judge-model", 'fake:{"label": "WRONG"}', "--max-sessions", "1", "--max-questions", "1",
             "--eval-trajectories", "none", "--no-progress"]
-    assert run_optimization.main(argv, optimizer_model_factory=_factory) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=_factory) == 0
     folder = out / "iteration_1"
     summary = json.loads((folder / "iteration_summary.json").read_text())
     updated = set(summary["updated_fields"])

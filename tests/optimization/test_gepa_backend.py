@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 pytest.importorskip("gepa", reason="the GEPA backend needs gepa (pip install 'memtrace-llm[optim]')")
 
-import run_optimization  # noqa: E402
 from membase.clients.fake import FunctionChatModel as FunctionLLM  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -67,7 +67,7 @@ def gepa_run(tmp_path_factory, locomo_file):
             "--qa-model", "qa", "--judge-model", "judge", "--max-sessions", "1", "--max-questions", "2",
             "--eval-trajectories", "5", "--no-progress"]
     try:
-        assert run_optimization.main(argv) == 0
+        assert optimization_command.main(argv) == 0
     finally:
         patch.undo()
     return out, reflections

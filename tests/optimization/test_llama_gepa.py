@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 pytest.importorskip("gepa", reason="the GEPA backend needs gepa (pip install 'memtrace-llm[optim]')")
 
-import run_optimization  # noqa: E402
 from membase.clients.guard import allow_model_requests  # noqa: E402
 from tests._llama_server import MODEL_ALIAS  # noqa: E402
 from tests._llama_server import llama_server as start_llama_server  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ def test_one_gepa_iteration_against_llama_cpp_completes(llama_server, tmp_path, 
         "--qa-max-tokens", "24", "--judge-max-tokens", "24", "--top-k", "3", "--no-progress",
     ]
     with allow_model_requests():
-        assert run_optimization.main(argv) == 0
+        assert optimization_command.main(argv) == 0
     summary = json.loads((out / "gepa_summary.json").read_text())
     assert summary["total_metric_calls"] <= 6 and summary["candidates"]
     assert not summary["best_problems"]

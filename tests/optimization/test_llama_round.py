@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
 from membase.clients.guard import allow_model_requests  # noqa: E402
 from tests._llama_server import MODEL_ALIAS  # noqa: E402
 from tests._llama_server import llama_server as start_llama_server  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 # slow: a whole optimization round against a real llama.cpp server (minutes)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -50,7 +50,7 @@ def test_one_round_against_llama_cpp_completes_and_records_failures(llama_server
         "--no-progress",
     ]
     with allow_model_requests():
-        assert run_optimization.main(argv) == 0
+        assert optimization_command.main(argv) == 0
     folder = out / "iteration_1"
     assert (folder / "memory_system_config.json").is_file()
     summary = json.loads((folder / "iteration_summary.json").read_text())

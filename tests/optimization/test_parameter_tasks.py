@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 pytest.importorskip("optuna", reason="the parameter search needs optuna (pip install 'memtrace-llm[optim]')")
 
-import run_optimization  # noqa: E402
 from membase.clients.fake import FunctionChatModel as FunctionLLM  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -59,7 +59,7 @@ def round_one(tmp_path_factory, locomo_file):
             "--qa-model", "qa", "--judge-model", "judge", "--max-sessions", "2", "--max-questions", "4",
             "--parameter-trials", "3", "--eval-trajectories", "none", "--no-progress"]
     try:
-        assert run_optimization.main(argv) == 0
+        assert optimization_command.main(argv) == 0
     finally:
         patch.undo()
     return out / "iteration_1"

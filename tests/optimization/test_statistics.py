@@ -88,11 +88,11 @@ def test_seeds_run_once_each_into_their_folder_and_are_summarized(tmp_path, caps
 
 @pytest.mark.parametrize("text", ["0,x", "1,1", ","])
 def test_bad_seeds_are_one_error_line(tmp_path, capsys, text):
-    import run_optimization
+    from toolkits.optimization import command as optimization_command
 
     argv = ["--config-path", "missing.json", "--dataset-path", "missing.json", "--optimization-dir", str(tmp_path / "o"),
             "--seeds", text]
-    assert run_optimization.main(argv) == 2
+    assert optimization_command.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --seeds") and err.count("\n") == 1
     assert not (tmp_path / "o").exists()

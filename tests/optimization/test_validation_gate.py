@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
 from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall  # noqa: E402
 from membase.clients.fake import FunctionChatModel as FunctionLLM  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 from toolkits.optimization.bundle import MemoryConfigBundle  # noqa: E402
 from toolkits.optimization.loop import ValidationGate  # noqa: E402
 
@@ -86,7 +86,7 @@ def _argv(locomo_file, out: Path, validation: str) -> list[str]:
 @pytest.mark.slow
 def test_one_update_is_kept_and_the_other_rejected_in_the_same_round(tmp_path, locomo_file, scripted_qa):
     out = tmp_path / "run"
-    assert run_optimization.main(_argv(locomo_file, out, "2,3"), optimizer_model_factory=_optimizer) == 0
+    assert optimization_command.main(_argv(locomo_file, out, "2,3"), optimizer_model_factory=_optimizer) == 0
     summary = json.loads((out / "iteration_1" / "iteration_summary.json").read_text())
     assert {t["field"]: t["status"] for t in summary["targets"]} == {
         "question_answering_prompt": "updated", "custom_fact_extraction_prompt": "updated"}  # both proposed ...
@@ -105,7 +105,7 @@ def test_one_update_is_kept_and_the_other_rejected_in_the_same_round(tmp_path, l
 
 def test_one_validation_conversation_is_refused(tmp_path, locomo_file, scripted_qa, capsys):
     out = tmp_path / "run"
-    assert run_optimization.main(_argv(locomo_file, out, "2"), optimizer_model_factory=_optimizer) == 2
+    assert optimization_command.main(_argv(locomo_file, out, "2"), optimizer_model_factory=_optimizer) == 2
     assert "at least two validation conversations" in capsys.readouterr().err
     assert not (out / "iteration_1").exists()
 

@@ -95,7 +95,7 @@ def test_only_parameters_in_an_attributed_ops_subgraph_are_searched(tmp_path, sl
 
 
 def _cli(tmp_path, locomo_file, *extra):
-    from run_optimization import main
+    from toolkits.optimization.command import main
 
     config = tmp_path / "rag.json"
     config.write_text(json.dumps(FAKE_RAG))
@@ -146,7 +146,7 @@ def test_overlapping_training_and_held_out_conversations_exit_2(tmp_path, locomo
 
 
 def test_a_layer_without_message_text_is_refused(tmp_path, locomo_file, capsys):
-    from run_optimization import main
+    from toolkits.optimization.command import main
 
     config = tmp_path / "mem0.json"
     config.write_text(json.dumps({"layer_type": "Mem0", "llm_provider": "fake", "embedder_provider": "fake",

@@ -1,4 +1,4 @@
-"""``run_optimization.main`` with a logged fake optimizer, for the resume tests (see ``_kill``).
+"""``optimization_command.main`` with a logged fake optimizer, for the resume tests (see ``_kill``).
 
 Usage: ``python -m tests.resume._optimization_driver ARGS`` (ARGS include ``--optimization-dir``
 and ``--optimizer-model fake:<reply>``). Each optimizer model built is logged as ``round k`` (k:
@@ -45,8 +45,8 @@ def make_factory(argv: list[str]):  # noqa: ANN201
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner's worker may pass SIG_IGN down
     _kill.install()
-    import run_optimization
     from toolkits._console import run_console
+    from toolkits.optimization import command as optimization_command
 
     argv = sys.argv[1:]
-    run_console(lambda: run_optimization.main(argv, optimizer_model_factory=make_factory(argv)))
+    run_console(lambda: optimization_command.main(argv, optimizer_model_factory=make_factory(argv)))

@@ -18,9 +18,9 @@ import pytest
 
 pytest.importorskip("gepa", reason="the GEPA backend needs gepa (pip install 'memtrace-llm[optim]')")
 
-import run_optimization  # noqa: E402
 from tests.resume import _process  # noqa: E402
 from tests.resume._optimization_scripted import BETTER_QA, reflect  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,7 +54,7 @@ def test_a_gepa_run_killed_mid_iteration_resumes_without_rebuilding_and_ends_as_
     config = tmp_path / "long_context.json"
     config.write_text(json.dumps({"layer_type": "Long-Context"}), encoding="utf-8")
     reference = tmp_path / "uninterrupted"
-    assert run_optimization.main(_argv(locomo_path, reference, config)) == 0
+    assert optimization_command.main(_argv(locomo_path, reference, config)) == 0
     assert _summary(reference)["best_candidate"]["question_answering_prompt"] == BETTER_QA
     capsys.readouterr()
 
@@ -72,7 +72,7 @@ def test_a_gepa_run_killed_mid_iteration_resumes_without_rebuilding_and_ends_as_
 
     # the rerun with two workers: 0004 is the killed run, 0005 its redo; the proposal's minibatch (both
     # conversations) is then built in one fanned-out run
-    assert run_optimization.main([*argv, "--workers", "2"]) == 0
+    assert optimization_command.main([*argv, "--workers", "2"]) == 0
     assert "resuming GEPA in" in capsys.readouterr().err
     assert [p.name for p in (out / "gepa" / "runs").glob("*-conversations-*")] == ["0006-conversations-1-0"]
     keys = _journal_keys(out)

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
-import run_optimization  # noqa: E402
 from tests.resume import _kill, _process  # noqa: E402
 from tests.resume._optimization_driver import make_factory  # noqa: E402
+from toolkits.optimization import command as optimization_command  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def reference(tmp_path_factory, locomo_path) -> Path:
     out = tmp_path_factory.mktemp("reference") / "run"
     argv = _argv(locomo_path, out)
-    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=make_factory(argv)) == 0
     return out
 
 
@@ -120,7 +120,7 @@ def test_interrupted_three_times_then_rerun_equals_the_uninterrupted_run(tmp_pat
     # the same command, once more, to the end
     before = _kill.calls(calls)
     monkeypatch.setenv(_kill.CALLS, str(calls))
-    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=make_factory(argv)) == 0
     assert "all 2 rounds are complete" in capsys.readouterr().err
     assert _kill.calls(calls) == before  # no optimizer call: nothing finished is redone
     assert _files(out / "iteration_1") == round_one and _files(out / "iteration_2") == rounds
@@ -155,7 +155,7 @@ def test_a_relaunch_with_another_config_or_settings_does_not_continue_the_old_ro
         extra = ["--targets", "question_answering_prompt"]
     before = _files(reference)
     argv = _argv(locomo_path, reference, *extra, config=config, qa=qa)
-    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 2
+    assert optimization_command.main(argv, optimizer_model_factory=make_factory(argv)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: the complete rounds in") and fragment in err[0], err
     assert "--rerun to start over" in err[0]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import run_optimization
 from membase.runners._canonical import canonical_run
 from tests.resume import _process
 from tests.resume._optimization_driver import make_factory
+from toolkits.optimization import command as optimization_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -55,7 +55,7 @@ def test_two_workers_equal_the_serial_run_and_resume_after_a_kill(tmp_path, loco
     config.write_text(json.dumps({"layer_type": "Long-Context"}), encoding="utf-8")
     serial = tmp_path / "serial"
     argv = _argv(locomo_path, serial, 1, config)
-    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=make_factory(argv)) == 0
 
     fanned = tmp_path / "two workers"
     argv = _argv(locomo_path, fanned, 2, config)
@@ -77,7 +77,7 @@ def test_two_workers_equal_the_serial_run_and_resume_after_a_kill(tmp_path, loco
         return real_fan_out(task, payloads, plan)
 
     monkeypatch.setattr(construction, "fan_out", spy)
-    assert run_optimization.main(argv, optimizer_model_factory=make_factory(argv)) == 0
+    assert optimization_command.main(argv, optimizer_model_factory=make_factory(argv)) == 0
     assert plans == [(2, 2)]  # only the final bundle is built, its two conversations in two workers
     assert _bytes(fanned / "final_evaluation" / "initial") == initial  # evaluated once, not again
     report = json.loads((fanned / "final_evaluation.json").read_text(encoding="utf-8"))

@@ -9,6 +9,7 @@ Exit codes: 0 written; 1 the LLM report stopped at a failing batch (the last goo
 statistics are written) or no case could be sent to the model; 2 bad arguments, input or
 credentials, or an unwritable save folder; 130 interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
