@@ -127,7 +127,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
 
     try:
         check_run_settings(root, _run_settings(args, initial, targets, settings, validation_indexes),
-                           has_results=store.last_complete() is not None)
+                           has_results=store.last_complete() is not None or _gepa_started(root))
     except RunSettingsMismatchError as exc:
         raise InputError(str(exc)) from None
     from toolkits.optimization.sampling import select
@@ -282,13 +282,23 @@ def _dataset(args: argparse.Namespace) -> Any:
     return full
 
 
+def _gepa_started(root: Path) -> bool:
+    """An earlier --optimizer gepa run left state or evaluations here (it resumes from them)."""
+    from toolkits.optimization.gepa_backend import resumable_gepa_run  # imports gepa only when it runs
+
+    return resumable_gepa_run(root) is not None
+
+
 def _start_over(store: Any, root: Path) -> None:
     from toolkits.optimization.final_eval import FINAL_EVALUATION_FILENAME
+    from toolkits.optimization.gepa_backend import GEPA_FOLDER, GEPA_SUMMARY_FILENAME
 
     store.wipe()
     (root / FINAL_EVALUATION_FILENAME).unlink(missing_ok=True)
-    if (root / "final_evaluation").is_dir():
-        shutil.rmtree(root / "final_evaluation")
+    (root / GEPA_SUMMARY_FILENAME).unlink(missing_ok=True)
+    for folder in ("final_evaluation", GEPA_FOLDER):
+        if (root / folder).is_dir():
+            shutil.rmtree(root / folder)
 
 
 def _training(args: argparse.Namespace, root: Path, full: Any) -> Any:
@@ -551,7 +561,9 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
     else:
         print(f"all {len(rounds)} rounds are complete in {store.root}", file=sys.stderr)
     if not plan.eval_indexes:
-        print(f"optimized configuration: {store.folder(len(rounds))}", file=sys.stderr)
+        gepa_summary = Path(args.optimization_dir) / "gepa_summary.json"  # its best_bundle; GEPA makes no rounds
+        print(f"optimized configuration: {gepa_summary if args.optimizer == 'gepa' else store.folder(len(rounds))}",
+              file=sys.stderr)
         return 0
     output = Path(args.optimization_dir) / FINAL_EVALUATION_FILENAME
     report = run_final_evaluation(
@@ -568,10 +580,14 @@ def _run(args: argparse.Namespace, plan: _Plan) -> int:
 
 
 def _run_gepa(args: argparse.Namespace, plan: _Plan) -> Any:
-    from toolkits.optimization.gepa_backend import run_gepa
+    from toolkits.optimization.gepa_backend import resumable_gepa_run, run_gepa
 
     reflection = plan.step.reflection
     budget = args.gepa_max_metric_calls or 4 * len(plan.train.indexes)
+    reused = None if args.rerun else resumable_gepa_run(Path(args.optimization_dir))
+    if reused is not None:
+        print(f"resuming GEPA in {Path(args.optimization_dir) / 'gepa'} ({reused} memory-system runs journaled)",
+              file=sys.stderr)
     best = run_gepa(initial=plan.initial, targets=plan.targets, dataset=plan.train.dataset, settings=plan.settings,
                     attribution=plan.step.attribution, reflection_lm=reflection, root=Path(args.optimization_dir),
                     max_metric_calls=budget, seed=args.seed)
