@@ -71,27 +71,12 @@ def _from_data(name: str, dest: Path) -> Path:
 
 
 def _builders() -> dict[str, Callable[[Path], Path]]:
-    def b(dest: Path) -> Path:
-        return _from_data("b", dest)
+    def from_data(name: str) -> Callable[[Path], Path]:
+        return lambda dest: _from_data(name, dest)
 
-    def c(dest: Path) -> Path:
-        return _from_data("c", dest)
-
-    def d(dest: Path) -> Path:
-        return _from_data("d", dest)
-
-    def e(dest: Path) -> Path:
-        return _from_data("e", dest)
-
-    def f(dest: Path) -> Path:
-        from benchmarks.heldout_attribution_f.build import build_benchmark
-        build_benchmark(dest)
-        return dest / "bench"
-
-    def faultbench(dest: Path) -> Path:
-        return ROOT / "examples" / "faultbench"
-
-    return {"b": b, "c": c, "d": d, "e": e, "f": f, "faultbench": faultbench}
+    builders = {name: from_data(name) for name in SETS if name != "faultbench"}
+    builders["faultbench"] = lambda _dest: ROOT / "examples" / "faultbench"
+    return builders
 
 
 def bench_dir(name: str, cache: Path) -> Path:

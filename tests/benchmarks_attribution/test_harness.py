@@ -116,7 +116,7 @@ def test_the_evidence_reader_answers_right_only_when_every_key_reached_its_conte
     assert reader.answer("Who lent the wheelbarrow?", "anything") == "I don't know."
 
 
-@pytest.mark.parametrize("name, planned", [("b", 92), ("c", 105), ("d", 85), ("e", 105)])
+@pytest.mark.parametrize("name, planned", [("b", 92), ("c", 105), ("d", 85), ("e", 105), ("f", 100)])
 def test_every_converted_plan_names_texts_its_conversation_holds(name, planned):
     bench = load_benchmark(Path(__file__).resolve().parents[2] / "benchmarks" / "attribution" / "data" / f"{name}.json")
     assert len(bench.cases) == planned
