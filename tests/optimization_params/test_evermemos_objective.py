@@ -125,6 +125,7 @@ def test_an_extraction_miss_on_evermemos_is_a_prompt_task_with_no_parameter(trac
 
 @pytest.mark.slow
 def test_the_benchmark_runs_its_evermemos_rows(tmp_path, locomo_file):
+    pytest.importorskip("optuna", reason="the searches need the optim extra (optuna)")
     from benchmarks.optimization_locomo import main
 
     out = tmp_path / "results.json"
