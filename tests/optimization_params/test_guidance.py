@@ -108,11 +108,12 @@ def test_the_upstream_pattern_search_moves_from_the_best_point_and_replays_its_s
     outcome, record = step()._pattern_stage(ctx, stage, base, 0.5, 7)
     points = [(t["params"]["max_tokens"], t["params"]["num_overlap_msgs"], t["params"]["deferred"])
               for t in outcome.trials]
-    # one parameter at a time, in rank order, from the best point: a null max_tokens tries the
-    # middle and the two bounds (middle and 2048 tie: not kept; 64 is small documents: kept),
-    # then moves from there (256 loses; overlap 2 is kept)
-    assert points == [(362, 0, False), (2048, 0, False), (64, 0, False), (256, 0, False), (64, 2, False),
-                      (256, 2, False), (64, 4, False)]
+    # one parameter at a time from the best point, breadth first in rank order: max_tokens' first
+    # move (the middle: a tie, not kept), overlap 2 (kept), then from there every parameter's
+    # first move (362 ties, overlap 4 loses, deferred ties) before max_tokens' other null moves
+    # (the bounds: 2048 ties, 64 is small documents: kept)
+    assert points == [(362, 0, False), (None, 2, False), (362, 2, False), (None, 4, False), (None, 2, True),
+                      (2048, 2, False), (64, 2, False)]
     assert (None, 0, False) not in points  # the start point is scored already
     assert outcome.best["value"] == pytest.approx(0.8) and record["trials"] == 7 and record["method"] == "pattern"
     # a rerun replays the stored scores: same trials, no evaluation
@@ -152,3 +153,37 @@ def test_the_pattern_search_from_a_null_setting_reaches_values_between_its_first
     assert outcome.best["params"]["max_tokens"] == peak
     # it stops only when no finer integer step is left (not after a fixed number of halvings)
     assert record["ended"] == "exhausted" and record["trials"] < 40
+
+
+def test_a_pass_of_the_pattern_search_moves_every_parameter_once_before_any_second_move():
+    from membase.layers.parameters import tunable_parameters
+    from toolkits.optimization.guidance import pattern_moves
+
+    rag = {p.name: p for p in tunable_parameters("NaiveRAG")}
+    specs = {"max_tokens": rag["max_tokens"], "num_overlap_msgs": rag["num_overlap_msgs"]}
+    # max_tokens ranks first and, being null, has three first moves; overlap's one move comes
+    # right after the first of them, not after all three
+    assert pattern_moves(specs, {"max_tokens": None, "num_overlap_msgs": 0}) == [
+        {"max_tokens": 362, "num_overlap_msgs": 0}, {"max_tokens": None, "num_overlap_msgs": 2},
+        {"max_tokens": 2048, "num_overlap_msgs": 0}, {"max_tokens": 64, "num_overlap_msgs": 0}]
+    assert pattern_moves({}, {"max_tokens": None}) == []
+
+
+def test_a_small_upstream_budget_reaches_the_second_ranked_parameter(tmp_path):
+    # two trials: the null's middle (a tie) and then overlap 2, the gain; trying the null's
+    # bounds first would have spent both trials on max_tokens and found nothing
+    from toolkits.optimization.bundle import MemoryConfigBundle
+    from toolkits.optimization.guidance import SearchStage
+    from toolkits.optimization.loop import RoundContext
+    from toolkits.optimization.param_loop import ParameterRoundStep, ParameterSearchSettings
+    from toolkits.optimization.parameters import parameter_registry
+
+    base = MemoryConfigBundle.from_layer_config({"layer_type": "NaiveRAG"}).with_updates({"top_k": 20})
+    stage = SearchStage(name="upstream", parameters=("max_tokens", "num_overlap_msgs"), stop_when_flat=False,
+                        method="pattern")
+    step = ParameterRoundStep(objective=_Landscape(), registry=parameter_registry(), search_root=tmp_path / "search",
+                              settings=ParameterSearchSettings(show_progress=False))
+    ctx = RoundContext(k=1, folder=tmp_path / "iteration_1", bundle=base, dataset=None, trajectory_indexes=[0])
+    outcome, _ = step._pattern_stage(ctx, stage, base, 0.5, 2)
+    assert [(t["params"]["max_tokens"], t["params"]["num_overlap_msgs"]) for t in outcome.trials] == [(362, 0), (None, 2)]
+    assert outcome.best["value"] == pytest.approx(0.7)

@@ -18,8 +18,10 @@ to look first*. This module turns the attribution into an order:
   round's trials go upstream. A stage is never cut short when no stage follows it, so guided
   and unguided searches spend the same number of evaluations.
 * The upstream stage is a **pattern search from the best point so far** (:func:`neighbours`):
-  one parameter moved at a time, in rank order, a move kept when it gains more than a tie, the
-  steps halved after a pass without a gain, down to the parameter's granularity
+  one parameter moved at a time, a move kept when it gains more than a tie, the moves of a pass
+  taken breadth first in rank order (:func:`pattern_moves`: every parameter's first move before
+  any parameter's second, so a null's three first moves do not spend a small budget before the
+  next parameter moves once), the steps halved after a pass without a gain, down to the parameter's granularity
   (:func:`has_finer_moves`) before the stage counts as exhausted. Each upstream trial is a rebuild; with a handful of
   them a blind sample of the whole box rarely lands near the incumbent's good region, while a
   move from the incumbent keeps what the own stage already found.
@@ -43,6 +45,7 @@ __all__ = [
     "has_finer_moves",
     "is_flat",
     "neighbours",
+    "pattern_moves",
     "plan_stages",
     "rank_parameters",
     "space_size",
@@ -198,6 +201,20 @@ def neighbours(spec: Any, current: Any, level: int = 0) -> list[Any]:
         value = _number(spec, min(max(move, low), high))
         if value != current and value not in out:
             out.append(value)
+    return out
+
+
+def pattern_moves(specs: Mapping[str, Any], point: Mapping[str, Any], level: int = 0) -> list[dict[str, Any]]:
+    """The points one pass of the pattern search tries from ``point``, breadth first.
+
+    ``specs`` maps each parameter to its spec, in rank order. The result holds every
+    parameter's first :func:`neighbours` move (in rank order), then every second move, and so
+    on; each point moves one parameter and keeps the others at ``point``.
+    """
+    moves = {name: neighbours(spec, point[name], level) for name, spec in specs.items()}
+    out: list[dict[str, Any]] = []
+    for i in range(max((len(m) for m in moves.values()), default=0)):
+        out.extend({**point, name: m[i]} for name, m in moves.items() if i < len(m))
     return out
 
 

@@ -49,7 +49,7 @@ from toolkits.optimization.guidance import (
     SearchStage,
     has_finer_moves,
     is_flat,
-    neighbours,
+    pattern_moves,
     plan_stages,
     rank_parameters,
     space_size,
@@ -239,7 +239,7 @@ class ParameterRoundStep:
 
     def _pattern_stage(self, ctx: RoundContext, stage: SearchStage, base: MemoryConfigBundle, start: float,
                        n_trials: int) -> tuple[Any, dict[str, Any]]:
-        """Moves of one parameter at a time from ``base`` (see :func:`~toolkits.optimization.guidance.neighbours`).
+        """Moves of one parameter at a time from ``base`` (see :func:`~toolkits.optimization.guidance.pattern_moves`).
 
         Deterministic: the moves depend only on the scores. Scores are kept in
         ``<search_root>/iteration_<k>_<stage>.json`` so a rerun replays them without rebuilding, and
@@ -257,7 +257,7 @@ class ParameterRoundStep:
         outcome = SearchOutcome()
         level, ended = 0, "budget"
         while len(outcome.trials) < n_trials:
-            candidates = [{**best_point, n: v} for n in specs for v in neighbours(specs[n], best_point[n], level)]
+            candidates = pattern_moves(specs, best_point, level)
             fresh = [c for c in candidates if self._key(base, c) not in tried]
             if not fresh:  # every move of this size from the best point was scored: finer steps
                 if not any(has_finer_moves(specs[n], best_point[n], level, float_levels=MAX_PATTERN_LEVEL)
