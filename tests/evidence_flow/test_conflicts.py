@@ -155,3 +155,14 @@ def test_two_speakers_trading_places_are_for_other_agent_not_other_subject():
                             answer_threshold=0.75, evidence_threshold=0.5, golden="the shed", proper_names=names)
     assert probe.names == names  # no stem differs from its name
     assert conflicts.other_subject(ConflictCase(probe=probe, fact=fact, segment=segment)) is None
+
+
+def test_a_proper_noun_with_accented_letters_is_one_word():
+    # The project's tokenizer keeps "Conceição" whole; a statement's proper nouns must be read the
+    # same way, or a faithful copy seems to lose one name ("concei") and bring another.
+    options = dict(answer="her neighbour", question="Who looks after Pixel in August?", speaker="ines")
+    fact = "In August Pixel stays with my neighbour, Senhora Conceição."
+    kept = "Ines says that in August Pixel stays with her neighbour, Senhora Conceição."
+    changed = "Ines says that in August Pixel stays with her neighbour, Senhora Estêvão."
+    assert first_conflict(case(fact, kept, **options).probe, _statement(fact, "ines"), _statement(kept, None)) is None
+    assert conflicts.other_proper_noun(case(fact, changed, **options)) == "proper noun"

@@ -86,3 +86,29 @@ def test_a_resolved_weekday_is_no_date_conflict_but_another_date_is():
 def test_an_apposition_keeps_its_noun_in_the_chunk():
     assert chunks("Rosa fosters Mango, a collie mix, since Tuesday") == (
         ("rosa", "foster", "mango", "collie", "mix"), ("sinc", "tuesday"))
+
+
+@pytest.mark.parametrize(("fact", "points"), [
+    # search_dates joins a count or a clock time to the relative time beside it: that span is
+    # still the relative time, and the number no part of it
+    ("Yesterday, 4 cousins drove up from the coast.", ((date(2023, 10, 21), "day"),)),
+    ("Yesterday 4 cousins drove up from the coast.", ((date(2023, 10, 21), "day"),)),
+    ("The ferry left last Thursday at 7 pm sharp.", ((date(2023, 10, 19), "day"),)),
+    # an absolute date beside a count is still no relative time
+    ("We planted on 9 April, 5 rows of beans.", ()),
+    # a count of days or weeks before "ago" (or after "in") is the relative time itself; a count
+    # of days without either is a length of time, not a point
+    ("The roof was fixed 3 weeks ago and yesterday 2 tiles fell.",
+     ((date(2023, 10, 1), "week"), (date(2023, 10, 21), "day"))),
+    ("We moved in 2 months ago.", ((date(2023, 8, 22), "month"),)),
+    ("The recital is in 3 days, 4 of us play.", ((date(2023, 10, 25), "day"),)),
+    ("She took 2 days off.", ()),
+])
+def test_a_number_beside_a_relative_time_does_not_hide_it(fact, points):
+    assert relative_points(fact, SUNDAY) == points
+
+
+def test_a_relative_word_beside_a_count_is_no_absolute_date():
+    # dateparser reads "Yesterday 4" (from 1 January) as 31 December: a date names its own day
+    assert text_dates("Yesterday 4 cousins drove up.", SUNDAY) == []
+    assert text_dates("Tonight 9 of us eat on the 9th of June.", SUNDAY) == [date(2023, 6, 9)]

@@ -47,6 +47,13 @@ _REACH_DAYS = {"day": 0, "week": 7, "month": 31}
 # dateparser reads short words as abbreviations ("We" as Wednesday, "We may" as May): a span
 # with no word longer than this is no relative time
 _TOO_SHORT = 3
+# a word with a digit in it ("6", "5pm", "10:30") and the cut left by an absolute date
+# the day of a day-first or month-first span (an ISO date's day is checked by its own shape)
+_DAY_NUMBER = re.compile(r"(?<![\d-])\d{1,2}(?![\d-])")
+# a counted relative time, which keeps its number: "3 weeks ago", "in 2 days"
+_COUNTED_TIME = re.compile(r"\b\d+\s+(?:day|week|month|year)s?\s+ago\b|\bin\s+\d+\s+(?:day|week|month|year)s?\b(?!\s+ago)",
+                           re.IGNORECASE)
+_NUMBER_WORD = re.compile(r"\S*\d\S*|\|")
 
 
 def _parse(text: str, settings: dict) -> date | None:
@@ -89,8 +96,14 @@ def message_date(raw: str) -> date | None:
 @lru_cache(maxsize=8192)
 def _span_date(span: str, year: int) -> date | None:
     # the year a date without one is in: the year it was said in
-    return _parse(span, {"REQUIRE_PARTS": ["day", "month"], "RELATIVE_BASE": datetime(year, 1, 1),
-                         "PREFER_DATES_FROM": "current_period"})
+    found = _parse(span, {"REQUIRE_PARTS": ["day", "month"], "RELATIVE_BASE": datetime(year, 1, 1),
+                          "PREFER_DATES_FROM": "current_period"})
+    # a date names its own day: dateparser also reads a relative word beside a count ("yesterday 6",
+    # from 1 January: 31 December) or a weekday and a count as some date, which is not this span's
+    day = _DAY_NUMBER.search(span)
+    if found is None or (day is not None and int(day.group(0)) != found.day):
+        return None
+    return found
 
 
 def text_dates(text: str, said_on: date) -> list[date]:
@@ -107,8 +120,10 @@ def text_dates(text: str, said_on: date) -> list[date]:
 @lru_cache(maxsize=4096)
 def relative_points(fact: str, said_on: date) -> tuple[tuple[date, str], ...]:
     """Where the relative times of ``fact`` point from ``said_on``: (day, grain) pairs read by
-    dateparser, a weekday both as the last and as the next one. Absolute dates (with a digit) and
-    spans of short words only are not relative times."""
+    dateparser, a weekday both as the last and as the next one. Absolute dates and spans of short
+    words only are not relative times; a number ``search_dates`` joined to a relative time
+    ("yesterday, 6 students", "last Friday at 5 pm") is cut off and the rest is read alone, while a
+    count of days, weeks, months or years before "ago" or after "in" is part of one."""
     from dateparser.search import search_dates
 
     points: set[tuple[date, str]] = set()
@@ -116,10 +131,29 @@ def relative_points(fact: str, said_on: date) -> tuple[tuple[date, str], ...]:
     for prefer in ("past", "future"):
         settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer}
         for span, _ in search_dates(fact, languages=["en"], settings=settings) or ():
-            if any(ch.isdigit() for ch in span) or all(len(word) <= _TOO_SHORT for word in span.split()):
-                continue
-            points.update(_grained(span, settings))
+            for relative in _relative_spans(span, said_on, settings):
+                if not all(len(word) <= _TOO_SHORT for word in relative.split()):
+                    points.update(_grained(relative, settings))
     return tuple(sorted(points))
+
+
+def _relative_spans(span: str, said_on: date, settings: dict) -> list[str]:
+    """The relative times in a span found by ``search_dates``: the span itself when it holds no digit;
+    else what ``search_dates`` finds again in its pieces once its absolute dates and its other words
+    with a digit (a count, a clock time joined to a neighbour) are cut out."""
+    from dateparser.search import search_dates
+
+    if not any(ch.isdigit() for ch in span):
+        return [span]
+    for pattern in _DATE_SPANS:
+        span = pattern.sub(lambda m: " | " if _span_date(m.group(0), said_on.year) else m.group(0), span)
+    pieces, last = [], 0
+    for match in _COUNTED_TIME.finditer(span):
+        pieces += [*_NUMBER_WORD.split(span[last:match.start()]), match.group(0)]
+        last = match.end()
+    pieces += _NUMBER_WORD.split(span[last:])
+    return [found for piece in pieces if piece.strip(" ,;:.|")
+            for found, _ in search_dates(piece, languages=["en"], settings=settings) or ()]
 
 
 def _grained(span: str, settings: dict) -> list[tuple[date, str]]:

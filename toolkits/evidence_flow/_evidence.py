@@ -261,7 +261,6 @@ def choose_evidence(
 #: How many of the messages that match a when-question best are read for their dates (reading a
 #: message's times is slow; one that matches the question this poorly is no seed anyway).
 _DATED_CANDIDATES = 8
-_CLAUSE_END = re.compile(r"[,;:.!?\n]+")
 
 
 def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golden: str, question_tokens: frozenset[str],
@@ -291,11 +290,8 @@ def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golde
 
 def _points_to(text: str, golden: str, targets: set[date], said_on: date) -> bool:
     """``text``, said on ``said_on``, names one of the golden dates or points to one with a relative
-    time; read clause by clause, since a number beside a relative time ("yesterday, 6 students") is
-    no part of it."""
-    parts = [part for part in _CLAUSE_END.split(text) if part.strip()]
-    return any(targets & set(text_dates(part, said_on)) or resolves_relative_time(part, golden, said_on)
-               for part in parts)
+    time (a number beside it, "yesterday, 6 students", is cut off by ``relative_points``)."""
+    return bool(targets & set(text_dates(text, said_on))) or resolves_relative_time(text, golden, said_on)
 
 
 def _sent_on(view: GraphView, node: NodeRec) -> date | None:

@@ -59,7 +59,8 @@ ANCHOR_KINDS = ("number", "month", "weekday", "season", "relative", "unit")
 
 _NEGATORS = frozenset("not never no nobody nothing none neither nor cannot".split())
 _INTERJECTION_NO = re.compile(r"(^|[.!?]\s*)no\s*[,.!]", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+")
+# letters of any script, as the project's tokenizer reads them ("Graça" is one word, not "Gra" and "a")
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’\-])*|[0-9]+")
 # A sentence ends at . ! ? before whitespace and a capital, a digit or an opening quote; items of
 # a quoted list ("a.", "b") end at their closing quote and comma.
 # Titles and short forms end with a dot inside a sentence ("St. Aidan's", "Dr. Rivera").
