@@ -108,10 +108,9 @@ def test_the_upstream_pattern_search_moves_from_the_best_point_and_replays_its_s
     outcome, record = step()._pattern_stage(ctx, stage, base, 0.5, 7)
     points = [(t["params"]["max_tokens"], t["params"]["num_overlap_msgs"], t["params"]["deferred"])
               for t in outcome.trials]
-    # one parameter at a time from the best point, breadth first in rank order: max_tokens' first
-    # move (the middle: a tie, not kept), overlap 2 (kept), then from there every parameter's
-    # first move (362 ties, overlap 4 loses, deferred ties) before max_tokens' other null moves
-    # (the bounds: 2048 ties, 64 is small documents: kept)
+    # one parameter at a time from the best point, in rank order: max_tokens' middle (a tie, not
+    # kept), overlap 2 (kept), then from there the middle again (a tie), overlap 4 (loses) and
+    # deferred (a tie) before the null's bounds (2048 ties, 64 is small documents: kept)
     assert points == [(362, 0, False), (None, 2, False), (362, 2, False), (None, 4, False), (None, 2, True),
                       (2048, 2, False), (64, 2, False)]
     assert (None, 0, False) not in points  # the start point is scored already
@@ -155,17 +154,28 @@ def test_the_pattern_search_from_a_null_setting_reaches_values_between_its_first
     assert record["ended"] == "exhausted" and record["trials"] < 40
 
 
-def test_a_pass_of_the_pattern_search_moves_every_parameter_once_before_any_second_move():
+def test_a_pass_of_the_pattern_search_tries_a_null_settings_bounds_after_the_other_parameters_moves():
     from membase.layers.parameters import tunable_parameters
     from toolkits.optimization.guidance import pattern_moves
 
     rag = {p.name: p for p in tunable_parameters("NaiveRAG")}
-    specs = {"max_tokens": rag["max_tokens"], "num_overlap_msgs": rag["num_overlap_msgs"]}
-    # max_tokens ranks first and, being null, has three first moves; overlap's one move comes
-    # right after the first of them, not after all three
-    assert pattern_moves(specs, {"max_tokens": None, "num_overlap_msgs": 0}) == [
-        {"max_tokens": 362, "num_overlap_msgs": 0}, {"max_tokens": None, "num_overlap_msgs": 2},
-        {"max_tokens": 2048, "num_overlap_msgs": 0}, {"max_tokens": 64, "num_overlap_msgs": 0}]
+    specs = {"max_tokens": rag["max_tokens"], "num_overlap_msgs": rag["num_overlap_msgs"], "deferred": rag["deferred"]}
+    # max_tokens ranks first and, being null, has three first moves; the middle comes first, its
+    # bounds (2048, 64) only after the other parameters moved once
+    assert pattern_moves(specs, {"max_tokens": None, "num_overlap_msgs": 0, "deferred": False}) == [
+        {"max_tokens": 362, "num_overlap_msgs": 0, "deferred": False},
+        {"max_tokens": None, "num_overlap_msgs": 2, "deferred": False},
+        {"max_tokens": None, "num_overlap_msgs": 0, "deferred": True},
+        {"max_tokens": 2048, "num_overlap_msgs": 0, "deferred": False},
+        {"max_tokens": 64, "num_overlap_msgs": 0, "deferred": False}]
+    # a set value keeps both of its moves together, in rank order (a higher-ranked parameter's
+    # second move still comes before a lower-ranked one's first)
+    assert pattern_moves(specs, {"max_tokens": 362, "num_overlap_msgs": 4, "deferred": False}) == [
+        {"max_tokens": 1448, "num_overlap_msgs": 4, "deferred": False},
+        {"max_tokens": 90, "num_overlap_msgs": 4, "deferred": False},
+        {"max_tokens": 362, "num_overlap_msgs": 6, "deferred": False},
+        {"max_tokens": 362, "num_overlap_msgs": 2, "deferred": False},
+        {"max_tokens": 362, "num_overlap_msgs": 4, "deferred": True}]
     assert pattern_moves({}, {"max_tokens": None}) == []
 
 

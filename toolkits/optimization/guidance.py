@@ -18,10 +18,8 @@ to look first*. This module turns the attribution into an order:
   round's trials go upstream. A stage is never cut short when no stage follows it, so guided
   and unguided searches spend the same number of evaluations.
 * The upstream stage is a **pattern search from the best point so far** (:func:`neighbours`):
-  one parameter moved at a time, a move kept when it gains more than a tie, the moves of a pass
-  taken breadth first in rank order (:func:`pattern_moves`: every parameter's first move before
-  any parameter's second, so a null's three first moves do not spend a small budget before the
-  next parameter moves once), the steps halved after a pass without a gain, down to the parameter's granularity
+  one parameter moved at a time, in rank order (:func:`pattern_moves`; a null's bounds come after
+  the other parameters' moves), a move kept when it gains more than a tie, the steps halved after a pass without a gain, down to the parameter's granularity
   (:func:`has_finer_moves`) before the stage counts as exhausted. Each upstream trial is a rebuild; with a handful of
   them a blind sample of the whole box rarely lands near the incumbent's good region, while a
   move from the incumbent keeps what the own stage already found.
@@ -205,17 +203,23 @@ def neighbours(spec: Any, current: Any, level: int = 0) -> list[Any]:
 
 
 def pattern_moves(specs: Mapping[str, Any], point: Mapping[str, Any], level: int = 0) -> list[dict[str, Any]]:
-    """The points one pass of the pattern search tries from ``point``, breadth first.
+    """The points one pass of the pattern search tries from ``point``, in order.
 
-    ``specs`` maps each parameter to its spec, in rank order. The result holds every
-    parameter's first :func:`neighbours` move (in rank order), then every second move, and so
-    on; each point moves one parameter and keeps the others at ``point``.
+    ``specs`` maps each parameter to its spec, in rank order; each point moves one parameter and
+    keeps the others at ``point``. Every parameter's :func:`neighbours` moves come in rank order,
+    except a null number's extra first moves (its two bounds, after the middle): those come
+    after every other parameter's moves, so they do not spend a small budget before the
+    next-ranked parameter moved once.
     """
-    moves = {name: neighbours(spec, point[name], level) for name, spec in specs.items()}
-    out: list[dict[str, Any]] = []
-    for i in range(max((len(m) for m in moves.values()), default=0)):
-        out.extend({**point, name: m[i]} for name, m in moves.items() if i < len(m))
-    return out
+    first: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
+    for name, spec in specs.items():
+        moves = neighbours(spec, point[name], level)
+        null_start = level == 0 and spec.kind != "categorical" and not spec.contains(point[name])
+        head = 1 if null_start else len(moves)
+        first.extend({**point, name: value} for value in moves[:head])
+        later.extend({**point, name: value} for value in moves[head:])
+    return first + later
 
 
 def has_finer_moves(spec: Any, current: Any, level: int, *, float_levels: int = 3) -> bool:
