@@ -22,10 +22,10 @@ from smartcomment.runtime.errors import ExecNetworkKeyError, MemTraceError
 PACKAGES = ("smartcomment", "membase", "graphtrace", "obstrace", "toolkits", "annotation_interface")
 
 EXEMPT = {
-    "graphtrace.agent_models._InnerTimeoutError": "signals an agent step's time limit inside the agent loop; "
-    "the loop turns it into a recorded failure and never lets it escape",
-    "toolkits.runner._InnerTimeoutError": "the runner's per-case time limit signal; the runner records the "
-    "case as timed out and never lets it escape",
+    "graphtrace.agent_models._InnerTimeoutError": "tags a TimeoutError raised inside the agent's reply (an HTTP "
+    "read timeout) apart from the reply's own time limit; caught in the same function, never escapes",
+    "toolkits.runner._InnerTimeoutError": "tags a strategy's own TimeoutError apart from the case time limit; "
+    "caught by the runner, which records the case's failure; never escapes",
 }
 
 
