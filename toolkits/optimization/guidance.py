@@ -19,8 +19,9 @@ to look first*. This module turns the attribution into an order:
   and unguided searches spend the same number of evaluations.
 * The upstream stage is a **pattern search from the best point so far** (:func:`neighbours`):
   one parameter moved at a time, in rank order (:func:`pattern_moves`; a null's bounds come after
-  the other parameters' moves), a move kept when it gains more than a tie, the steps halved after a pass without a gain, down to the parameter's granularity
-  (:func:`has_finer_moves`) before the stage counts as exhausted. Each upstream trial is a rebuild; with a handful of
+  the other parameters' moves), a move kept when it gains more than a tie, the steps halved
+  after a pass without a gain, down to the parameter's granularity (:func:`has_finer_moves`)
+  before the stage counts as exhausted. Each upstream trial is a rebuild; with a handful of
   them a blind sample of the whole box rarely lands near the incumbent's good region, while a
   move from the incumbent keeps what the own stage already found.
 
