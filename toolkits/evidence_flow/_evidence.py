@@ -142,7 +142,7 @@ def _question_score(view: GraphView, node: NodeRec, question: frozenset[str]) ->
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
+    return set(re.findall(r"[^\W_]+", text.lower()))
 
 
 def _phrase_match(view: GraphView, node: NodeRec, golden: str, answer: frozenset[str], threshold: float) -> float:

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import regex
+
 from ._text import content_tokens, stem, text_lines
 from ._wordlists import words
 
@@ -68,8 +70,8 @@ _ABBREVIATIONS = ("St", "Dr", "Mr", "Mrs", "Ms", "Mt", "Jr", "Sr", "Prof", "vs",
 _NOT_AFTER_ABBREVIATION = "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
 _SENTENCE_END = re.compile(_NOT_AFTER_ABBREVIATION + r"(?<=[.!?])[\"'’”)\]]*,?\s+(?=[\"'(\[A-Z0-9])"
                            r"|(?<=[\"'])\s*,\s*(?=[\"'])")
-_LEAD_COLON = re.compile(r"^[\"'(\[]*(?:[A-Za-z]+:\s*)?(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
-_NAME_COLON = re.compile(r"(?P<name>[A-Z][A-Za-z'’\-]*)\s*:\s")
+_LEAD_COLON = regex.compile(r"^[\"'(\[]*(?:\p{L}+:\s*)?(?P<name>\p{Lu}[\p{L}'’\-]*)\s*:\s")
+_NAME_COLON = regex.compile(r"(?P<name>\p{Lu}[\p{L}'’\-]*)\s*:\s")
 _LEAD_WINDOW = 48
 _PROSE_BEFORE = re.compile(r",\s*$|[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 _ATTRIBUTION_VERBS = frozenset({"said", "says", "say", "asked", "asks", "replied", "replies", "told", "tells",
@@ -107,8 +109,8 @@ _NEGATION_IDIOMS = re.compile(
 # comma before a contrast ("..., not at my place"). A
 # conjunction without a subject joins verb phrases that share the negation ("I have not a painting
 # to remind me to stay true and be a leader").
-_SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b|[A-Z][a-z]+\b)"
-_CLAUSE_BREAK = re.compile(
+_SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b|\p{Lu}\p{Ll}+\b)"
+_CLAUSE_BREAK = regex.compile(
     r"\s*(?:;|—|–|\s-\s|,?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
     r"|,\s*(?=" + _SUBJECT + r")"
     # a contrast that negates only the alternative ("it's at Anya's flat, not at my place"), and a

@@ -7,11 +7,12 @@ or the exported JSON dict itself, so the attributor does not care where the grap
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+import regex
 
 __all__ = [
     "EdgeRec",
@@ -30,7 +31,7 @@ QUERY_TIME_OP_CATEGORIES = frozenset({"retrieval", "evaluation"})
 # Nodes that configure an op (top_k, chunk sizes, ...) rather than carry data.
 _PARAMETER_WORDS = ("parameter", "hyperparameter")
 # A capitalised word after a lower-case word or a comma: a name, not a sentence start.
-_MID_SENTENCE_CAPITAL = re.compile(r"(?<=[a-z,;])\s+([A-Z][a-z]{2,})\b")
+_MID_SENTENCE_CAPITAL = regex.compile(r"(?<=[\p{Ll},;])\s+(\p{Lu}\p{Ll}{2,})\b")
 _CALENDAR = frozenset("january february march april may june july august september october november december "
                       "monday tuesday wednesday thursday friday saturday sunday".split())
 

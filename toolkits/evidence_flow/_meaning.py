@@ -36,7 +36,7 @@ __all__ = ["opposite_word", "swapped_pair"]
 _PREFIXES = ("dis", "un")
 _COORDINATORS = BARRIER_WORDS | {"so"}
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
-_WORD = re.compile(r"[0-9a-z]+")
+_WORD = re.compile(r"[^\W_]+")
 _PART_BREAK = re.compile(r"[:;—]")
 # A share of a clause's other words the text's clause must keep to stand in its place.
 _ALIGNED = 0.5
