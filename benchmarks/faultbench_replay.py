@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from toolkits.faultbench._build import BuildConfig
-    from toolkits.faultbench._replay_check import check_labels_by_replay
+    from toolkits.faultbench import BuildConfig, check_labels_by_replay
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locomo", default=str(ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))

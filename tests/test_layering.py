@@ -8,7 +8,8 @@ lazy import is still a dependency), so the check costs no import and sees every 
 Besides the order, no two packages may import each other (also within a layer), no module
 imports one of the top-level scripts, tests included (``run_error_attribution.py`` …: scripts are
 entry points, their logic lives in ``toolkits``), and no module outside ``graphtrace`` takes a chat model
-from ``graphtrace`` (models come from the model layer, ``membase.clients``).
+from ``graphtrace`` (models come from the model layer, ``membase.clients``). Code outside
+``toolkits/faultbench`` (and its own tests) uses only faultbench's public names, never a ``_private`` module.
 """
 
 from __future__ import annotations
@@ -146,6 +147,36 @@ def test_no_model_is_imported_from_graphtrace():
     assert offenders == []
 
 
+FAULTBENCH = "toolkits.faultbench"
+FAULTBENCH_INSIDE = (ROOT / "toolkits" / "faultbench", ROOT / "tests" / "faultbench")
+"""The package and its own white-box tests (they test private helpers such as ``merge_texts``)."""
+
+
+def _private_faultbench_imports(paths: list[Path], base: Path = ROOT) -> list[str]:
+    """``file:line module`` of each import of a ``toolkits.faultbench._private`` module in ``paths``."""
+    offenders = []
+    for path in paths:
+        for line, module, names in _imports(path):
+            parts = module.split(".")
+            if parts[:2] != FAULTBENCH.split("."):
+                continue
+            private = [p for p in [*parts[2:3], *(names if len(parts) == 2 else ())] if _is_private(p)]
+            if private:
+                offenders.append(f"{path.relative_to(base)}:{line} {module} {private}")
+    return offenders
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_nothing_outside_faultbench_imports_its_private_modules():
+    """The benchmark harness and everyone else reach faultbench through ``toolkits.faultbench.__all__``."""
+    paths = [path for path in [*_python_files(ROOT / "tests"), *(p for _, p in _project_modules())]
+             if not any(path.is_relative_to(inside) for inside in FAULTBENCH_INSIDE)]
+    assert _private_faultbench_imports(paths) == []
+
+
 def test_the_checks_see_a_violation(tmp_path):
     # the parser must find lazy imports inside functions, or the rules above would pass vacuously
     probe = tmp_path / "probe.py"
@@ -153,3 +184,10 @@ def test_the_checks_see_a_violation(tmp_path):
     assert [m for _, m, _ in _imports(probe)] == ["toolkits._base", "run_error_attribution"]
     assert ("membase", "toolkits") not in _dependencies()
     assert {"run_error_attribution", "generate_report"} <= SCRIPTS
+    private = tmp_path / "private.py"
+    private.write_text("from toolkits.faultbench._build import case_nodes\nfrom toolkits.faultbench import _catalog\n"
+                       "import toolkits.faultbench._labels\nfrom toolkits.faultbench import Fault\n"
+                       "from toolkits.faultbench.__main__ import main\n")
+    assert _private_faultbench_imports([private], base=tmp_path) == [
+        "private.py:1 toolkits.faultbench._build ['_build']", "private.py:2 toolkits.faultbench ['_catalog']",
+        "private.py:3 toolkits.faultbench._labels ['_labels']"]

@@ -25,10 +25,16 @@ from benchmarks.attribution.data import Benchmark, Case, Conversation
 from benchmarks.attribution.faults import planned_fault
 from benchmarks.attribution.reader import EvidenceReader, evidence_keys
 from membase.utils.io import atomic_write_json
-from toolkits.faultbench._build import _case_nodes, _relativize, seeded_uuid4
-from toolkits.faultbench._faults import FaultSet
-from toolkits.faultbench._labels import label_op
-from toolkits.faultbench._pipeline import PipelineRun, run_pipeline
+from toolkits.faultbench import (
+    FaultSet,
+    PipelineRun,
+    case_nodes,
+    fault_class,
+    label_op,
+    relativize_paths,
+    run_pipeline,
+    seeded_uuid4,
+)
 
 __all__ = ["MANIFEST", "BuildReport", "build_benchmark"]
 
@@ -50,8 +56,6 @@ class _Builder:
         self._clean: dict[tuple[str, str], PipelineRun] = {}
 
     def _run(self, case: Case, qas: list[Any], faults: list[Any], tag: str) -> PipelineRun:
-        from toolkits.faultbench._catalog import fault_class
-
         conv = self.bench.conversations[case.conversation]
         trajectory = conv.trajectory()
         seed = zlib.crc32(f"{self.bench.name}:{case.split}:{case.conversation}:{tag}".encode())
@@ -114,11 +118,11 @@ class _Builder:
 
     def _write(self, case: Case, qa: Any, fault: Any, run: PipelineRun, op_id: str) -> None:
         export = run.export
-        _relativize(export)
+        relativize_paths(export)
         name = f"{self.bench.name}-{case.number:03d}.json"
         export["metadata"].update({"memtracebench_graph_filename": name,
                                    "memtracebench_dataset_source": "HandWritten"})
-        found = _case_nodes(export).get(qa.id)
+        found = case_nodes(export).get(qa.id)
         if found is None:
             self.drop(case, "op_not_found")
             return

@@ -2,7 +2,7 @@
 
 A faultbench fault acts through the layer's own code (a fake model's reply, a buffer line, a
 store, a search) and notes the op recorded while it acted; its text change comes from a
-:class:`~toolkits.faultbench._corrupt.Corruptor`. A planned fault is the same class with a
+:class:`~toolkits.faultbench.Corruptor`. A planned fault is the same class with a
 :class:`PlannedEdit` in the corruptor's place, the plan's texts as the *fact sentences* that
 say where the information is, and the plan's wrong answer for a response fault. Two
 Long-Context behaviours the real layer lacks are emulated here, as small as possible:
@@ -24,11 +24,16 @@ from typing import Any
 
 from benchmarks.attribution.data import Case, Conversation
 from toolkits.evidence_flow import DEFAULT_ANSWER_THRESHOLD, content_tokens, token_recall
-from toolkits.faultbench import _catalog
-from toolkits.faultbench._faults import Fault, FaultSpec, patch_attr
-from toolkits.faultbench._layer_faults import LongContextFault
-from toolkits.faultbench._mem0_faults import Mem0Fault
-from toolkits.faultbench._targets import Target, message_sentences
+from toolkits.faultbench import (
+    Fault,
+    FaultSpec,
+    LongContextFault,
+    Mem0Fault,
+    Target,
+    fault_class,
+    message_sentences,
+    patch_attr,
+)
 
 __all__ = ["PlannedEdit", "planned_fault"]
 
@@ -171,7 +176,7 @@ def _planned_class(split: str) -> type[Fault]:
         return PlannedLongContextFault
     if split == "mem0":
         return PlannedMem0Fault
-    base = _catalog.fault_class(split)
+    base = fault_class(split)
     return type(f"Planned{base.__name__}", (_Planned, base), {})
 
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkits.evidence_flow import content_tokens
-from toolkits.faultbench._models import NO_ANSWER
-from toolkits.faultbench._targets import message_sentences
+from toolkits.faultbench import NO_ANSWER, message_sentences
 
 __all__ = ["EvidenceReader", "evidence_keys"]
 

@@ -84,8 +84,7 @@ def test_repairs_that_do_not_exist_say_why(layer: str, stage: str, key: tuple, r
 def test_replay_search_finds_injected_faults_on_a_small_faultbench(locomo_path: Path) -> None:
     """A NaiveRAG faultbench from one conversation: where the search finds a rescuing op, it is the
     fault's op; and the retrieval fault is found (the retrieval repair restores the hidden document)."""
-    from toolkits.faultbench._build import BuildConfig
-    from toolkits.faultbench._replay_check import check_labels_by_replay
+    from toolkits.faultbench import BuildConfig, check_labels_by_replay
 
     config = BuildConfig(locomo_path=str(locomo_path), out_dir="unused", splits=["rag"], conversations=[1],
                          kinds=["extraction", "retrieval"], max_messages=24, windows_per_conversation=1)
@@ -120,8 +119,7 @@ def test_a_candidate_cap_still_tries_the_questions_retrieval(monkeypatch: pytest
 def test_replay_search_finds_injected_retrieval_faults_on_evermemos(locomo_path: Path) -> None:
     """EverMemOS's retrieval repair puts the episode holding the evidence into the final selection:
     the searches a fault emptied of it are found by replay search, at the op the fault acted in."""
-    from toolkits.faultbench._build import BuildConfig
-    from toolkits.faultbench._replay_check import check_labels_by_replay
+    from toolkits.faultbench import BuildConfig, check_labels_by_replay
 
     config = BuildConfig(locomo_path=str(locomo_path), out_dir="unused", splits=["evermemos"], conversations=[5],
                          kinds=["retrieval"], max_messages=20, windows_per_conversation=2)

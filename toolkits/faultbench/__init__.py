@@ -21,21 +21,49 @@ Output: ``<out>/<split>/<split>-locomo-<n>-<i>.json`` (splits ``long_context``, 
 ``data.annotations`` entry per case (``query_id, query, golden_answers, golden_answers_id,
 prediction, prediction_id, source_evidence_ids, final_error_type, final_op_id`` + ``fault``),
 plus ``<out>/faultbench_manifest.json``. CLI: ``python -m toolkits.faultbench --help``.
+
+Public API: the names in ``__all__`` below. Code outside this package (the shared benchmark
+harness ``benchmarks.attribution``, other benchmarks, tests of other packages) imports only
+these; the ``_private`` modules may change without notice (``tests/test_layering.py`` checks).
+The harness reuses the build's pieces: ``run_pipeline``/``PipelineRun`` run a layer with a
+``FaultSet`` of faults (``fault_class`` per split, ``LongContextFault``/``Mem0Fault`` to
+subclass, ``patch_attr`` to swap a method while a fault acts), ``label_op`` names the faulty op,
+``case_nodes``/``relativize_paths``/``seeded_uuid4`` shape and fix the export, and
+``message_sentences``/``Target``/``NO_ANSWER`` are the texts' units.
 """
 
-from toolkits.faultbench._build import BuildConfig, BuildReport, build_faultbench, cut_trajectory
-from toolkits.faultbench._catalog import SPLITS, split_specs
+from toolkits.faultbench._build import (
+    BuildConfig,
+    BuildReport,
+    build_faultbench,
+    case_nodes,
+    cut_trajectory,
+    relativize_paths,
+    seeded_uuid4,
+)
+from toolkits.faultbench._catalog import SPLITS, fault_class, split_specs
 from toolkits.faultbench._corrupt import CORRUPTIONS, Corruptor, degrade
-from toolkits.faultbench._faults import ERROR_KINDS, ERROR_TYPE_OF, Fault, FaultSpec
-from toolkits.faultbench._models import ExtractiveReader, judge_answer, reader_model, token_judge_model
+from toolkits.faultbench._faults import ERROR_KINDS, ERROR_TYPE_OF, Fault, FaultSet, FaultSpec, patch_attr
+from toolkits.faultbench._labels import label_op
+from toolkits.faultbench._layer_faults import LongContextFault
+from toolkits.faultbench._mem0_faults import Mem0Fault
+from toolkits.faultbench._models import (
+    NO_ANSWER,
+    ExtractiveReader,
+    judge_answer,
+    reader_model,
+    token_judge_model,
+)
 from toolkits.faultbench._pipeline import FaultInjector, PipelineRun, QARecord, run_pipeline
+from toolkits.faultbench._replay_check import check_labels_by_replay
 from toolkits.faultbench._score import score_evidence_flow
-from toolkits.faultbench._targets import Target, find_targets
+from toolkits.faultbench._targets import Target, find_targets, message_sentences
 
 __all__ = [
     "CORRUPTIONS",
     "ERROR_KINDS",
     "ERROR_TYPE_OF",
+    "NO_ANSWER",
     "SPLITS",
     "BuildConfig",
     "BuildReport",
@@ -43,18 +71,29 @@ __all__ = [
     "ExtractiveReader",
     "Fault",
     "FaultInjector",
+    "FaultSet",
     "FaultSpec",
+    "LongContextFault",
+    "Mem0Fault",
     "PipelineRun",
     "QARecord",
     "Target",
     "build_faultbench",
+    "case_nodes",
+    "check_labels_by_replay",
     "cut_trajectory",
     "degrade",
+    "fault_class",
     "find_targets",
     "judge_answer",
+    "label_op",
+    "message_sentences",
+    "patch_attr",
     "reader_model",
+    "relativize_paths",
     "run_pipeline",
     "score_evidence_flow",
+    "seeded_uuid4",
     "split_specs",
     "token_judge_model",
 ]

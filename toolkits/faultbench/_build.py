@@ -40,7 +40,16 @@ from toolkits.faultbench._labels import label_op
 from toolkits.faultbench._pipeline import PipelineRun, run_pipeline
 from toolkits.faultbench._targets import Target, find_targets
 
-__all__ = ["BuildConfig", "BuildReport", "build_faultbench", "cut_trajectory", "dense_windows", "seeded_uuid4"]
+__all__ = [
+    "BuildConfig",
+    "BuildReport",
+    "build_faultbench",
+    "case_nodes",
+    "cut_trajectory",
+    "dense_windows",
+    "relativize_paths",
+    "seeded_uuid4",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -341,13 +350,13 @@ class _SplitBuilder:
 
     def _write(self, number: int, run: PipelineRun, faults: list[Fault], trajectory: Any) -> None:
         export = run.export
-        _relativize(export)
+        relativize_paths(export)
         source = self.dataset.name  # LoCoMo, LongMemEval or RealMem
         index = len(list(self.split_dir.glob(f"{self.split}-{source.lower()}-{number}-*.json"))) + 1
         filename = f"{self.split}-{source.lower()}-{number}-{index}.json"
         export["metadata"]["memtracebench_graph_filename"] = filename
         export["metadata"]["memtracebench_dataset_source"] = source
-        nodes = _case_nodes(export)
+        nodes = case_nodes(export)
         latest = {n["full_name"]: n["full_node_id"] for n in export["data"]["nodes"]}
         annotations = []
         for fault in faults:
@@ -390,7 +399,7 @@ class _SplitBuilder:
                           annotations=annotations, make_layer=self.fault_cls.make_layer, top_k=self.config.top_k)
 
 
-def _case_nodes(export: dict[str, Any]) -> dict[str, dict[str, str]]:
+def case_nodes(export: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Per question id: its query node, the prediction and golden-answers nodes of its ops."""
     data = export["data"]
     nodes = {n["full_node_id"]: n for n in data["nodes"]}
@@ -420,7 +429,7 @@ def _case_nodes(export: dict[str, Any]) -> dict[str, dict[str, str]]:
 _REPO_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
 
 
-def _relativize(export: dict[str, Any]) -> None:
+def relativize_paths(export: dict[str, Any]) -> None:
     """Make recorded source paths relative to the repository (no local paths in shared files)."""
     for key in ("nodes", "edges", "operations", "sessions"):
         for rec in export["data"].get(key, []):
