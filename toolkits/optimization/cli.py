@@ -99,7 +99,7 @@ def _prepare(args: argparse.Namespace, attribution_model_factory: Any, optimizer
     if not 0.0 <= args.min_improvement <= 1.0:
         raise InputError(f"--min-improvement {args.min_improvement}: give a gain between 0 and 1 (llm_judge scale)")
     initial = _initial_bundle(args)
-    targets = _targets(args, initial.backend)
+    targets = _without_unset_answer_parameters(args, initial, _targets(args, initial.backend))
     initial = _apply_initial_prompts(args, initial, targets)
     root = Path(args.optimization_dir)
     try:
@@ -228,6 +228,23 @@ def _targets(args: argparse.Namespace, backend: str) -> list[Any]:
     if not targets:
         raise InputError(f"the {backend} layer has no prompt targets")
     return targets
+
+
+def _without_unset_answer_parameters(args: argparse.Namespace, initial: Any, targets: list[Any]) -> list[Any]:
+    """Leave out the answering-step targets the config leaves unset (``--targets all``); naming one is an error.
+
+    Unset, the context budget means no cut: nothing traced, and a proposed number would start cutting."""
+    from toolkits.optimization.parameters import unset_answer_parameters
+
+    unset = unset_answer_parameters(targets, initial)
+    if not unset:
+        return targets
+    if args.targets and args.targets.strip() not in TARGET_SETS:
+        raise InputError(f"--targets {', '.join(unset)}: --config-path {args.config_path!r} leaves it unset (no cut); "
+                         f"set a starting value there (e.g. \"{unset[0]}\": 2048) to optimize it")
+    print(f"note: --targets {args.targets.strip()} leaves out {', '.join(unset)}: --config-path leaves it unset (no cut)",
+          file=sys.stderr)
+    return [t for t in targets if t.field not in set(unset)]
 
 
 def _apply_initial_prompts(args: argparse.Namespace, bundle: Any, targets: list[Any]) -> Any:

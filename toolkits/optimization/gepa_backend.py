@@ -7,7 +7,10 @@ a minibatch, and merges candidates. All of that comes from the library; this mod
 * **the candidate**: one text component per target (prompts as they are, parameters as JSON);
   the seed candidate holds the starting values — a target the config leaves unset is read from
   a traced *seed run* of the first training conversation (mem0's run date removed) and stays
-  unset in the bundle while the candidate keeps that text;
+  unset in the bundle while the candidate keeps that text. An answering-step target the config
+  leaves unset (``answer_context_budget``: no cut) is no component: its seed would be ``null``
+  and a proposed number would start cutting every context
+  (:func:`~toolkits.optimization.parameters.unset_answer_parameters`);
 * **evaluate**: run the memory system with the candidate's bundle on a minibatch of training
   conversations (one data instance = one conversation; its score = its mean ``llm_judge``); with
   traces, attribute the failures (:class:`toolkits.runner.MemTraceRunner`) and group them by
@@ -393,7 +396,10 @@ def run_gepa(
 
     folder = root / GEPA_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    targets = list(targets)
+    from toolkits.optimization.parameters import unset_answer_parameters
+
+    left_out = set(unset_answer_parameters(targets, initial))
+    targets = [t for t in targets if t.field not in left_out]
     texts, unset = _saved_seed_texts(initial, targets, dataset, settings, folder)
     adapter = MemoryGEPAAdapter(initial=initial, targets=targets, seed_texts=texts, unset_fields=unset, dataset=dataset,
                                 settings=settings, attribution=attribution, folder=folder)

@@ -512,9 +512,16 @@ class PromptRoundStep:
             if bundle.get(target.field) is not None:
                 continue
             versions = graph.get_versions(target.variable)
-            if versions:
-                # the optimizer must not see (and copy) the day this run rendered into a default prompt
-                fills[target.field] = strip_run_dates(decode_stored_text(max(versions, key=lambda v: v.version).raw_value))
+            if not versions:
+                continue
+            raw = max(versions, key=lambda v: v.version).raw_value
+            if target.kind == "parameter":  # recorded as JSON; a null stays unset (e.g. NaiveRAG's max_tokens)
+                value = _recorded_parameter(raw)
+                if value is not None:
+                    fills[target.field] = value
+                continue
+            # the optimizer must not see (and copy) the day this run rendered into a default prompt
+            fills[target.field] = strip_run_dates(decode_stored_text(raw))
         if not fills:
             return bundle, []
         try:
@@ -561,6 +568,16 @@ class PromptRoundStep:
         else:
             costs = costs_by_optimizer
         return OptimizationResult(updates=updates, outcomes=outcomes, costs=costs), tasks
+
+
+def _recorded_parameter(raw: Any) -> Any:
+    """A traced parameter's value: its JSON (``encode_parameter_value``), else the stored text read as a literal."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    return decode_stored_text(raw)
 
 
 def _everything_to_everyone(attributions: list[Attribution], graph: Any, targets: Sequence[Target]) -> AttributionGroups:

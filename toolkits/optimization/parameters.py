@@ -33,6 +33,7 @@ from toolkits.optimization.targets import TARGETS, Target, TargetRegistry
 __all__ = [
     "attributed_parameters",
     "is_answer_parameter",
+    "unset_answer_parameters",
     "parameter_registry",
     "parameter_spec",
     "parameter_targets",
@@ -76,6 +77,15 @@ def is_answer_parameter(target: Target) -> bool:
     """Whether ``target`` is a setting of the answering step (``answer_context_budget``)."""
     return target.kind == "parameter" and any(target.variable == p.full_name
                                               for params in ANSWER_PARAMETERS.values() for p in params)
+
+
+def unset_answer_parameters(targets: Iterable[Target], bundle: Any) -> list[str]:
+    """The answering-step targets among ``targets`` that ``bundle`` leaves unset, in order.
+
+    Unset, ``answer_context_budget`` means "no cut": nothing is cut or traced, so no attribution
+    can reach it, and a value an optimizer proposed would start cutting every context. Neither
+    optimizer takes such a target (``--targets all`` leaves it out; naming it is an error)."""
+    return [t.field for t in targets if is_answer_parameter(t) and bundle.get(t.field) is None]
 
 
 def _bounds_contract(spec: TunableParameter) -> Any:
