@@ -202,7 +202,8 @@ def _initial_bundle(args: argparse.Namespace) -> Any:
 
 TARGET_SETS = ("qa", "memory", "all")
 """``--targets`` shorthands: the answer prompt alone; the memory side (every other prompt and the
-layer's parameters, not the answering step's context budget); everything. The default (no ``--targets``) is every prompt target, as in the paper."""
+layer's parameters, not the answering step's context budget); everything (but a context budget the
+config leaves unset: :func:`_without_unset_answer_parameters`). The default (no ``--targets``) is every prompt target, as in the paper."""
 
 
 def _targets(args: argparse.Namespace, backend: str) -> list[Any]:

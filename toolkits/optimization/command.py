@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "evidence_flow (no attribution LLM)")
     ours.add_argument("--targets", default=None,
                       help="qa (the answer prompt only), memory (every other prompt and the layer's parameters, e.g. "
-                      "top_k), all, or a comma list of targets (bundle fields or graph variable names); default: all "
+                      "top_k), all (answer_context_budget only when --config-path sets it), or a comma list of targets (bundle fields or graph variable names); default: all "
                       "prompt targets of the layer, as in the paper")
     ours.add_argument("--parameter-trials", type=_positive_int, default=4,
                       help="Optuna trials per round for parameter targets (each reruns the round's conversation; "
