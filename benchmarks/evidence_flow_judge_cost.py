@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 SPLITS = ("long_context", "rag", "mem0", "evermemos")
 #: tiktoken's source and hash of the o200k_base file (``tiktoken_ext/openai_public.py``).

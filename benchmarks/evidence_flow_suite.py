@@ -10,9 +10,9 @@ earns nothing here, and one set may move a little while the whole holds.
 
 Run (2 CPU cores: a few minutes to build, about as long to score)::
 
-    python benchmarks/evidence_flow_suite.py                       # all sets, both modes
-    python benchmarks/evidence_flow_suite.py --sets b c --modes annotated
-    python benchmarks/evidence_flow_suite.py --judge embedding     # another presence judge
+    python -m benchmarks.evidence_flow_suite                       # all sets, both modes
+    python -m benchmarks.evidence_flow_suite --sets b c --modes annotated
+    python -m benchmarks.evidence_flow_suite --judge embedding     # another presence judge
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 SPLITS = ("long_context", "rag", "mem0", "evermemos")
 MODES: dict[str, list[str]] = {

@@ -26,7 +26,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 LAYERS = {
     "long-context": {"layer_type": "Long-Context", "context_window": 4000},

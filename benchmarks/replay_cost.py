@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 MEM0_FAKE = {"layer_type": "Mem0", "llm_provider": "fake", "embedder_provider": "fake", "embedding_model_dims": 64}

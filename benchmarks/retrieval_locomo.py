@@ -44,8 +44,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from toolkits._embeddings import CachedEmbedder, make_embedder  # noqa: E402
 from toolkits.retrieval import (  # noqa: E402

@@ -46,7 +46,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = Path(__file__).resolve().parent
 OPEN_GOAL_S = 5.0
 CLICK_GOAL_S = 1.0
 BROWSER_FIRST_GOAL_S = 3.0
@@ -57,10 +56,7 @@ WARM_UP = "(background) evidence_flow warm-up, while the page is read"
 # ------------------------------------------------------------------------------ the big graph
 def build_graph(messages: int, questions: int, path: Path) -> dict:
     """Record the workload plus search/evaluation stages and write the graph file."""
-    sys.path.insert(0, str(BENCH))
-    sys.path.insert(0, str(REPO))
-    import _tracer_workload as workload
-
+    from benchmarks import _tracer_workload as workload
     from smartcomment import (
         IdentityRegistry,
         comment_graph,
@@ -361,8 +357,7 @@ def browser_main(args: argparse.Namespace) -> int:
 
 def _child(mode: str, path: str, index_dir: str, out: str) -> dict:
     cmd = [sys.executable, __file__, "--child", mode, "--graph", path, "--index-dir", index_dir, "--out", out]
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), check=False)
     for line in done.stdout.splitlines():
         if line.startswith("VIEWER_RESULT "):
             return json.loads(line[len("VIEWER_RESULT "):])
@@ -394,7 +389,6 @@ def main(argv: list[str] | None = None) -> int:
         print("VIEWER_RESULT " + json.dumps(res), flush=True)
         return 0
     if args.browser:
-        sys.path.insert(0, str(REPO))
         return browser_main(args)
 
     with tempfile.TemporaryDirectory(prefix="viewer-bench-") as tmp:
@@ -462,10 +456,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _child_build(messages: int, questions: int, path: Path) -> dict:
     """Record in a child process so the parent's memory stays small."""
-    code = (f"import json, sys, pathlib; sys.path.insert(0, {str(BENCH)!r}); from viewer_latency import build_graph; "
+    # ``python -c`` puts its working directory first on the path: from the repository root the
+    # ``benchmarks`` folder imports as a namespace package, the installed packages as usual
+    code = ("import json, pathlib; from benchmarks.viewer_latency import build_graph; "
             f"print('VIEWER_RESULT ' + json.dumps(build_graph({messages}, {questions}, pathlib.Path({str(path)!r}))))")
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), check=False)
     for line in done.stdout.splitlines():
         if line.startswith("VIEWER_RESULT "):
             return json.loads(line[len("VIEWER_RESULT "):])
