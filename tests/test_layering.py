@@ -10,6 +10,7 @@ imports one of the top-level scripts, tests included (``run_error_attribution.py
 entry points, their logic lives in ``toolkits``), and no module outside ``graphtrace`` takes a chat model
 from ``graphtrace`` (models come from the model layer, ``membase.clients``). Code outside
 ``toolkits/faultbench`` (and its own tests) uses only faultbench's public names, never a ``_private`` module.
+No benchmark edits ``sys.path``.
 """
 
 from __future__ import annotations
@@ -177,6 +178,21 @@ def test_nothing_outside_faultbench_imports_its_private_modules():
     assert _private_faultbench_imports(paths) == []
 
 
+def _path_edits(path: Path) -> list[int]:
+    """Lines of ``path`` that change ``sys.path`` (``insert``, ``append``, ``extend``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("insert", "append", "extend") and ast.unparse(node.func.value) == "sys.path")
+
+
+def test_no_benchmark_edits_sys_path():
+    """Benchmarks import the installed packages; one that needs ``benchmarks.*`` runs as ``python -m``."""
+    edits = [f"{path.relative_to(ROOT)}:{line}" for path in _python_files(ROOT / "benchmarks")
+             for line in _path_edits(path)]
+    assert edits == []
+
+
 def test_the_checks_see_a_violation(tmp_path):
     # the parser must find lazy imports inside functions, or the rules above would pass vacuously
     probe = tmp_path / "probe.py"
@@ -191,3 +207,5 @@ def test_the_checks_see_a_violation(tmp_path):
     assert _private_faultbench_imports([private], base=tmp_path) == [
         "private.py:1 toolkits.faultbench._build ['_build']", "private.py:2 toolkits.faultbench ['_catalog']",
         "private.py:3 toolkits.faultbench._labels ['_labels']"]
+    private.write_text("import sys\nsys.path.insert(0, 'x')\n# sys.path.append('y')\nsys.path.append('z')\n")
+    assert _path_edits(private) == [2, 4]
