@@ -286,31 +286,33 @@ async def run_attribution_agent(
     except Exception as exc:  # noqa: BLE001 - any model/API failure becomes a per-case record
         return _outcome(None, f"agent error: {type(exc).__name__}: {_one_line(str(exc))}", exc)
 
-    final = reply.final
+    prediction, failure = _read_final(reply.final, validate_op_id, timeout, time.perf_counter() - started)
+    return _outcome(prediction, failure)
+
+
+def _read_final(
+    final: Any, validate_op_id: Callable[[str], bool] | None, timeout: float | None, elapsed: float
+) -> tuple[ErrorAttributionPrediction | None, str | None]:
+    """The prediction a finished reply holds, or why it holds none."""
     if final is None:
-        return _outcome(None, "agent error: the reply produced no final message")
+        return None, "agent error: the reply produced no final message"
     raw = final.structured_output
     reason = getattr(final.finished_reason, "value", final.finished_reason)
     if raw is None and reason == "interrupted":
         # agentscope swallows the cancellation of wait_for and ends the reply as interrupted.
-        if timeout is not None and time.perf_counter() - started >= timeout:
-            return _outcome(None, f"timeout: the agent did not answer within {timeout:g} s")
-        return _outcome(None, "interrupted: the reply was cancelled before a structured attribution")
+        if timeout is not None and elapsed >= timeout:
+            return None, f"timeout: the agent did not answer within {timeout:g} s"
+        return None, "interrupted: the reply was cancelled before a structured attribution"
     if raw is None:
-        return _outcome(
-            None,
-            f"no answer: the agent finished ({reason}) without a valid structured attribution",
-        )
+        return None, f"no answer: the agent finished ({reason}) without a valid structured attribution"
     try:
         prediction = ErrorAttributionPrediction.model_validate(raw)
     except ValidationError as exc:
-        return _outcome(None, f"invalid answer: {_one_line(str(exc))}")
+        return None, f"invalid answer: {_one_line(str(exc))}"
     prediction = prediction.model_copy(update={"op_id": prediction.op_id.strip()})
     if validate_op_id is not None and not validate_op_id(prediction.op_id):
-        return _outcome(
-            None, f"invalid answer: operation id {prediction.op_id!r} does not exist in the graph"
-        )
-    return _outcome(prediction, None)
+        return None, f"invalid answer: operation id {prediction.op_id!r} does not exist in the graph"
+    return prediction, None
 
 
 def _one_line(text: str) -> str:
