@@ -23,6 +23,11 @@ over 974 attributions (920 / 913 right) with F's generator counts (retrieved 93 
 annotated 87 / 85) replaced by the harness's (69 / 68 and 67 / 66 of 78); a sum of per-set
 measurements, not one fresh run of the whole suite. The floor is the lower of the two, rounded
 down.
+
+One fresh run of the whole suite at ``87968c8`` (after D's accented-name fix, 4c4a4b3) measured
+926 attributions: ETA 0.959 / OIA 0.955 (B 0.955 / 0.966, C 0.978, D 1.000, E 0.966 / 0.954 and
+0.954 / 0.943, F 0.885 / 0.872 and 0.859 / 0.846, faultbench 1.000, retrieved / annotated), in
+171 s on 2 cores. The floor is that run's lower number.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import pytest
 from benchmarks.evidence_flow_suite import MODES, SETS, aggregate, run_suite
 
 #: The aggregate ETA and OIA over every set in both evidence modes (see the module docstring).
-FLOOR = 0.939
+FLOOR = 0.955
 #: How far below the floor a change may take the aggregate (about 9 of 926 attributions).
 TOLERANCE = 0.01
 
