@@ -119,6 +119,15 @@ class Repair(Intervention):
         """True while the repaired call runs."""
         return self.current_call == self.key
 
+    def at(self, stage: str) -> bool:
+        """True while the repaired call runs and the repair is one of ``stage``."""
+        return self.acting() and self.stage == stage
+
+    def only_at(self, stage: str, repaired: Callable[[], contextlib.AbstractContextManager[Any]]
+                ) -> contextlib.AbstractContextManager[Any]:
+        """``repaired()`` while the repaired call of ``stage`` runs; otherwise nothing."""
+        return repaired() if self.at(stage) else contextlib.nullcontext()
+
     def done(self, note: str) -> None:
         """Record that the repair changed the call's result."""
         self.applied = True
@@ -250,7 +259,7 @@ class NaiveRAGRepair(_BufferRepair):
 
     @contextlib.contextmanager
     def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
-        if self.acting() and self.stage == "extraction" and self.op_name == "memory_system.add":
+        if self.at("extraction") and self.op_name == "memory_system.add":
             with self._storing_evidence(layer):
                 yield
             return
@@ -259,15 +268,12 @@ class NaiveRAGRepair(_BufferRepair):
 
     @contextlib.contextmanager
     def around_flush(self, layer: Any) -> Iterator[None]:
-        if self.acting() and self.stage == "extraction":
-            with self._storing_evidence(layer):
-                yield
-            return
-        yield
+        with self.only_at("extraction", lambda: self._storing_evidence(layer)):
+            yield
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
-        if not (self.acting() and self.stage == "retrieval"):
+        if not self.at("retrieval"):
             yield
             return
         store = layer.store
@@ -364,7 +370,7 @@ class Mem0Repair(Repair):
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
-        if not (self.acting() and self.stage == "retrieval"):
+        if not self.at("retrieval"):
             yield
             return
         memory = layer.memory
@@ -417,23 +423,17 @@ class EverMemOSRepair(Repair):
 
     @contextlib.contextmanager
     def around_message(self, layer: Any, message: Any, index: int) -> Iterator[None]:
-        if self.acting() and self.stage == "extraction":
-            with self._stating_evidence():
-                yield
-            return
-        yield
+        with self.only_at("extraction", self._stating_evidence):
+            yield
 
     @contextlib.contextmanager
     def around_flush(self, layer: Any) -> Iterator[None]:
-        if self.acting() and self.stage == "extraction":
-            with self._stating_evidence():
-                yield
-            return
-        yield
+        with self.only_at("extraction", self._stating_evidence):
+            yield
 
     @contextlib.contextmanager
     def around_retrieve(self, layer: Any, qa: Any) -> Iterator[None]:
-        if not (self.acting() and self.stage == "retrieval"):
+        if not self.at("retrieval"):
             yield
             return
         manager = layer.manager
