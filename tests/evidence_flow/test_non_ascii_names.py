@@ -48,3 +48,14 @@ def test_an_accented_golden_answer_matches_the_sentence_that_words_it():
 
     assert _words("They settled in Belém.") >= _words("Belém")
     assert "belém" in _words("Belém")
+
+
+def test_an_accented_name_is_one_name_word_in_a_meaning_sequence():
+    # the word-order reading behind the swap checks: a name must stay one word of kind "name",
+    # or a swapped accented name would read as a changed common word
+    from toolkits.evidence_flow._meaning import _sequence
+
+    words = _sequence("Zoë lent the tent to Émile.", None, frozenset({"zoë", "émile"}))
+    names = [word for word, kind in words if kind == "name"]
+    assert len(names) == 2
+    assert all(not word.isascii() for word in names)
