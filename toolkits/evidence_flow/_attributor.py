@@ -488,7 +488,8 @@ def _decide(view: GraphView, probe: PresenceJudge, state: StoreState, query: Nod
             return "ExtractionError", loss.op_id, reason, clarity
         return loss.error_type, loss.op_id, reason, clarity
 
-    holders = sorted(n.full_node_id for n in state.holders.values())
+    # in the order they were written, never by id: unit ids are fresh uuids in every run
+    holders = [n.full_node_id for n in sorted(state.holders.values(), key=lambda n: (n.created_at, n.order))]
     trail.add("store", present=True, note="held at question time by " + ", ".join(holders[:5]))
     held = min(v.score for v in state.holder_verdicts.values()) if state.holder_verdicts else 1.0
     held_clarity = 0.5 + 0.5 * max(0.0, min(1.0, held - 0.5))
