@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Callable
+from itertools import count
+from pathlib import Path
 
 import pytest
 
 from tests.evidence_flow.conftest import ToyGraph, make_case
-from toolkits.evidence_flow import attribute_case_evidence_flow
+from toolkits.evidence_flow import attribute_case_evidence_flow, clear_graph_cache
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+                   r"|(?:graph|session|op|edge)-[0-9a-f]{32}")
 
 
 def _rising(n: int) -> str:
@@ -30,11 +34,11 @@ def _falling(n: int) -> str:
 
 
 def _by_creation(text: str, graph_text: str) -> str:
-    """``text`` with each uuid replaced by the order in which the graph first names it."""
+    """``text`` with each fresh id replaced by the order in which the graph first names it."""
     places: dict[str, int] = {}
     for found in _UUID.findall(graph_text):
         places.setdefault(found, len(places))
-    return _UUID.sub(lambda m: f"<unit-{places[m.group(0)]}>", text)
+    return _UUID.sub(lambda m: f"<id-{places[m.group(0)]}>", text)
 
 
 def _unit(toy: ToyGraph, source: str, uid: str, text: str) -> str:
@@ -76,5 +80,55 @@ def test_the_result_follows_the_graph_not_the_unit_ids(retrieved):
         assert result["status"] == "attributed"
         results.append(_by_creation(json.dumps(result, sort_keys=True), json.dumps(graph)))
     assert results[0] == results[1]
-    holders = [f"memory-unit-<unit-{i}>@1" for i in range(3)]
-    assert ", ".join(holders) in json.loads(results[0])["reason"]  # in the order they were stored
+    listed = [int(n) for n in re.findall(r"memory-unit-<id-(\d+)>", json.loads(results[0])["reason"])]
+    assert len(listed) == 3 and listed == sorted(listed)  # the holding units, in the order they were stored
+
+
+# -- the real NaiveRAG layer, run twice with uuid4 drawing rising and then falling ids -------------
+
+_TURNS = [("Tomas", "My sister Ines keeps two ferrets called Waffle and Pico."),
+          ("Lena", "That sounds lively. I spent the weekend fixing my bicycle."),
+          ("Tomas", "The bakery on the corner closed in spring."),
+          ("Lena", "I started learning the cello last month."),
+          ("Tomas", "Ines still has those two ferrets, Waffle and Pico, and they are loud."),
+          ("Lena", "My neighbour painted his fence bright green.")]
+
+
+def _conversation():
+    from membase.types import MemoryDataset, Message, QuestionAnswerPair, Session, Trajectory
+
+    messages = [Message(id=f"D1:{i}", role="user", name=name, content=text, timestamp="2024-03-02T10:00:00")
+                for i, (name, text) in enumerate(_TURNS, start=1)]
+    trajectory = Trajectory(id="synthetic-1", sessions=[Session(id="synthetic-1:s1", messages=messages)])
+    question = QuestionAnswerPair(id="q1", question="What are the names of Ines's ferrets?",
+                                  golden_answers=["Waffle and Pico"],
+                                  metadata={"evidence": ["D1:1", "D1:5"], "question_type": "single_hop"})
+    return MemoryDataset(name="LoCoMo", trajectories=[trajectory], qa_pair_lists=[[question]])
+
+
+def _rag_run(out: Path, ids: Callable[[], uuid.UUID], monkeypatch: pytest.MonkeyPatch) -> str:
+    """Build, search and answer the conversation (every answer wrong); the mapped evidence_flow result."""
+    from membase.clients import FunctionChatModel
+    from tests.membase._helpers import run_pipeline
+    from toolkits.bench_utils import load_membase_run
+
+    with monkeypatch.context() as patched:
+        patched.setattr(uuid, "uuid4", ids)  # the layer's chunk keys and the tracer's op and edge ids
+        run_pipeline("NaiveRAG", {"retriever_name_or_path": "fake:64", "retriever_dim": 64, "vector_store": "memory",
+                                  "deferred": True, "max_tokens": 30}, _conversation(), out,
+                     qa_model=FunctionChatModel(lambda _m, **_k: "Bruno", model="fake-qa"),
+                     judge_model=FunctionChatModel(lambda _m, **_k: '{"label": "WRONG"}', model="fake-judge"))
+    (graph,), (case,), _ = load_membase_run(out / "traced")
+    result = attribute_case_evidence_flow(graph, case)
+    clear_graph_cache()
+    assert result["status"] == "attributed"
+    graph_text = (out / "traced" / "synthetic-1" / "graph_evaluation.json").read_text(encoding="utf-8")
+    return _by_creation(json.dumps(result, sort_keys=True), graph_text)
+
+
+def test_two_runs_of_the_real_layer_with_other_ids_give_the_same_result(tmp_path, monkeypatch):
+    rising, falling = count(1), count(1)
+    first = _rag_run(tmp_path / "rising", lambda: uuid.UUID(int=next(rising), version=4), monkeypatch)
+    second = _rag_run(tmp_path / "falling", lambda: uuid.UUID(int=(1 << 128) - next(falling), version=4), monkeypatch)
+    assert first == second
+    assert json.loads(first)["reason"].count("memory-unit-<id-") >= 2  # two chunks hold it: their order shows
