@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +49,7 @@ __all__ = [
     "build_retrieval_query",
     "message_documents",
     "message_text",
+    "messages_known_at",
     "rrf_fuse",
     "unicode_tokenize",
 ]
@@ -230,6 +231,27 @@ def message_documents(
             dense = message_text(raw, dense_text_mode)  # type: ignore[arg-type]
         docs.append(Document(doc_id=node.full_node_id, text=text, dense_text=dense))
     return docs
+
+
+def messages_known_at(graph: Any, node: Any) -> frozenset[str] | None:
+    """The ``message`` variables recorded no later than ``node``: what a memory system could have
+    seen when it answered that question.
+
+    An online run (RealMem, a question asked mid-conversation) records the question before its own
+    turn, the reference reply and every later message; none of them can be the evidence the answer
+    lacked, yet a query built with the golden answer ranks the reference reply first. An offline
+    run (LoCoMo) asks after the last message, so nothing is left out. None (no filter) when every
+    message is that early, when none is, or when the graph gives no usable times.
+    """
+    when = getattr(node, "created_at", None)
+    if when is None:
+        return None
+    messages = graph.search_variables(category="message")
+    try:
+        known = frozenset(m.full_node_id for m in messages if m.created_at is not None and m.created_at <= when)
+    except TypeError:  # times of different kinds (text and datetime): no order to trust
+        return None
+    return known if known and len(known) < len(messages) else None
 
 
 def build_retrieval_query(query: str, golden_answer: str, prediction: str, query_type: str) -> str:
@@ -422,7 +444,8 @@ class DocumentRetriever:
         return [(int(p.id), float(p.score)) for p in points]
 
     def search(
-        self, query: str, limit: int, *, retrieval_type: str | None = None, score_threshold: float | None = None
+        self, query: str, limit: int, *, retrieval_type: str | None = None, score_threshold: float | None = None,
+        allowed: Collection[str] | None = None,
     ) -> list[ScoredDocument]:
         """Rank documents for a query.
 
@@ -431,6 +454,8 @@ class DocumentRetriever:
             limit: Maximum number of hits.
             retrieval_type: Override of the retriever's default type.
             score_threshold: Drop hits scoring below this (BM25 score, cosine, or RRF score).
+            allowed: Only these document ids may be returned (None: all); every document is
+                ranked first, so the filter never leaves fewer hits than ``limit`` allowed ones.
 
         Raises:
             ValueError: For a negative limit, an unknown type, or a dense type on a sparse-only
@@ -443,12 +468,13 @@ class DocumentRetriever:
             raise ValueError(f"unknown retrieval type {kind!r}: use sparse, dense or hybrid")
         if kind != "sparse" and self._qdrant is None:
             raise ValueError(f"this retriever was built without embeddings and cannot run {kind!r} retrieval")
+        wanted = limit if allowed is None else len(self.documents)
         if kind == "sparse":
-            hits = self._sparse(query, limit)
+            hits = self._sparse(query, wanted)
         elif kind == "dense":
-            hits = self._dense(query, limit)
+            hits = self._dense(query, wanted)
         else:
-            candidates = limit * self.settings.candidate_multiplier
+            candidates = wanted * self.settings.candidate_multiplier
             ranking_ids = [
                 [self.documents[i].doc_id for i, _ in self._sparse(query, candidates)],
                 [self.documents[i].doc_id for i, _ in self._dense(query, candidates)],
@@ -456,6 +482,8 @@ class DocumentRetriever:
             hits = [(self._index[doc_id], score) for doc_id, score in rrf_fuse(ranking_ids, k=self.settings.rrf_k)]
         if score_threshold is not None:
             hits = [h for h in hits if h[1] >= score_threshold]
+        if allowed is not None:
+            hits = [h for h in hits if self.documents[h[0]].doc_id in allowed]
         return [
             ScoredDocument(doc_id=self.documents[i].doc_id, text=self.documents[i].text, score=s, rank=r)
             for r, (i, s) in enumerate(hits[:limit], start=1)

@@ -55,6 +55,7 @@ from toolkits.retrieval import (
     GraphRetrieverPool,
     RetrievalSettings,
     build_retrieval_query,
+    messages_known_at,
 )
 from toolkits.strategies import StrategyContext, StrategySpec, get_strategy
 
@@ -568,8 +569,10 @@ class MemTraceRunner:
             query = build_retrieval_query(case.query, case.golden_answer, case.prediction, cfg.starting_point_query_type)
             pool = self.retriever_pool()
 
+            known = messages_known_at(graph, graph.get_variable(case.query_full_node_id))
+
             def retrieve() -> list[str]:
-                return [hit.doc_id for hit in pool.get(graph).search(query, limit)]
+                return [hit.doc_id for hit in pool.get(graph).search(query, limit, allowed=known)]
 
             return await asyncio.to_thread(retrieve), "retrieved"
         return None, None

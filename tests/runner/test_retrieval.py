@@ -15,6 +15,7 @@ from toolkits.retrieval import (
     build_retrieval_query,
     message_documents,
     message_text,
+    messages_known_at,
     rrf_fuse,
     unicode_tokenize,
 )
@@ -202,6 +203,45 @@ def test_graph_pool_builds_once_per_graph_even_concurrently():
     assert pool.builds == 2
     assert len(emb.texts) == 2  # same texts: served from the embedding cache
     pool.close()
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense", "hybrid"])
+def test_search_keeps_to_the_allowed_documents_and_still_fills_the_limit(kind):
+    retriever = DocumentRetriever(DOCS, retrieval_type=kind, embedder=None if kind == "sparse" else FakeEmbedder(32))
+    query = "Caroline support group lake sunrise"
+    best = retriever.search(query, 1)[0].doc_id
+    allowed = {d.doc_id for d in DOCS} - {best}
+    hits = retriever.search(query, 2, allowed=allowed)
+    assert best not in [h.doc_id for h in hits] and {h.doc_id for h in hits} <= allowed
+    assert len(hits) == (1 if kind == "sparse" else 2)  # sparse drops zero-score documents
+
+
+class _Message:
+    def __init__(self, node_id, created_at):
+        self.full_node_id, self.created_at = node_id, created_at
+
+
+class _Graph:
+    def __init__(self, *messages):
+        self.messages = list(messages)
+
+    def search_variables(self, category):
+        assert category == "message"
+        return self.messages
+
+
+def test_messages_known_at_keeps_what_was_recorded_before_the_question():
+    graph = _Graph(_Message("a", "2025-01-01 10:00:00.000"), _Message("b", "2025-01-01 10:00:02.000"))
+    asked = _Message("query", "2025-01-01 10:00:01.000")
+    assert messages_known_at(graph, asked) == frozenset({"a"})
+    # asked after every message (an offline run): no filter, the search is unchanged
+    assert messages_known_at(graph, _Message("query", "2025-01-01 11:00:00.000")) is None
+    # asked before every message, or a graph without times: no filter rather than no evidence
+    assert messages_known_at(graph, _Message("query", "2024-12-31 00:00:00.000")) is None
+    assert messages_known_at(graph, _Message("query", None)) is None
+    from datetime import datetime
+
+    assert messages_known_at(graph, _Message("query", datetime(2025, 1, 1, 10, 0, 1))) is None  # mixed kinds
 
 
 def test_message_documents_from_real_fixture(fixtures_dir):

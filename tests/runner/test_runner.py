@@ -238,6 +238,24 @@ def test_pseudo_evidence_is_retrieved_once_per_graph(strategy, bench_graph, monk
     assert report.results[0].evidence_source == "retrieved"
 
 
+def test_retrieved_evidence_is_only_what_the_system_had_seen_when_asked(strategy, fixtures_dir):
+    """A question asked mid-conversation (an online run) cannot have lacked a message recorded after it."""
+    from smartcomment.runtime.network import ExecNetwork
+
+    calls, _ = strategy
+    data = json.loads((fixtures_dir / "sc012_memtracebench_like.json").read_text())
+    cfg = MemTraceConfig(exploration_strategy="fake", embedding_provider="hashing", num_starting_points=2)
+    offline = run(MemTraceRunner(cfg), cases_for(1), ExecNetwork.import_graph(data))
+    assert offline.results[0].evidence_ids[0] == "U1:D2:2@1"  # asked after the last message: all are candidates
+    for node in data["data"]["nodes"]:
+        if node.get("name") == "U1:D2:2":
+            node["created_at"] = "2999-01-01 00:00:00.000"  # recorded after the question
+    online = run(MemTraceRunner(cfg), cases_for(1), ExecNetwork.import_graph(data))
+    evidence = online.results[0].evidence_ids
+    assert len(evidence) == 2 and "U1:D2:2@1" not in evidence
+    assert calls[-1].evidence_ids == evidence
+
+
 def test_secrets_are_redacted_from_failures(strategy, bench_graph):
     calls, plan = strategy
     plan["g0"] = PermissionError("401 bad key sk-live-0123456789")
