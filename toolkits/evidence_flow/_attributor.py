@@ -33,7 +33,7 @@ from typing import Any
 
 from smartcomment.schema.base import gc_paused
 
-from ._dates import message_date
+from ._case_facts import case_facts
 from ._evidence import EvidenceChoice, choose_evidence
 from ._evidence import resolve_given as _resolve_given
 from ._flow import StoreState, follow_construction, node_text
@@ -52,7 +52,7 @@ from ._text import (
 )
 from ._trail import Trail
 from ._triage import NON_MEMORY_STATUSES, Triage, annotation_error, judge_error
-from .judges import DEFAULT_JUDGE, CaseFacts, JudgeFactory, PresenceJudge, make_judge_factory
+from .judges import DEFAULT_JUDGE, JudgeFactory, PresenceJudge, make_judge_factory
 
 __all__ = ["DEFAULT_MIN_CONFIDENCE", "STATUSES", "attribute_case_evidence_flow", "clear_graph_cache"]
 
@@ -321,15 +321,9 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
     flow = _Flow(choice=choice, trail=trail, golden=golden, part=part if hop is None else hop)
     if not choice.seeds:
         return flow
-    probe = settings.judges.judge(CaseFacts(
-        mode=choice.mode, facts=choice.facts, answer_tokens=answer,
-        question_tokens=content_tokens(question), names=view.speakers,
-        evidence_tokens=frozenset().union(*(content_tokens(message_text(n.value)) for n in choice.seeds)),
-        document_frequency=view.document_frequency, documents=len(view.messages), answer_spread=choice.answer_spread,
-        answer_threshold=settings.answer_threshold, evidence_threshold=settings.evidence_threshold,
-        question=question, golden=golden, rivals=choice.rivals, proper_names=view.proper_names,
-        said_on=[day for day in (message_date(n.value) for n in choice.seeds) if day is not None],
-    ))
+    probe = settings.judges.judge(case_facts(view, choice, question=question, golden=golden,
+                                             answer_threshold=settings.answer_threshold,
+                                             evidence_threshold=settings.evidence_threshold))
     settings.made.append(probe)
     for note in choice.notes:
         trail.add("evidence", note=note)
