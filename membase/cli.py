@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.exceptions import ConfigError, MemBaseError
-from membase.utils.argtypes import positive_int
+from membase.utils.argtypes import non_negative_int, positive_float, positive_int
 
 __all__ = ["cli", "main"]
 
@@ -79,6 +79,7 @@ def _dataset(args: argparse.Namespace) -> Any:
         return cached
     full = load_dataset(args.dataset_type, args.dataset)
     args.dataset_type = full.name
+    _check_question_types(args, full)
     dataset = full.select(args.start_idx, args.end_idx)
     if not dataset.trajectories:
         raise ConfigError(f"the slice --start-idx {args.start_idx} --end-idx {args.end_idx} selects no trajectory "
@@ -89,6 +90,16 @@ def _dataset(args: argparse.Namespace) -> Any:
         dataset = dataset.first_messages(args.max_messages)
     args._loaded_dataset = dataset
     return dataset
+
+
+def _check_question_types(args: argparse.Namespace, dataset: Any) -> None:
+    """A `--skip-question-types` name that no question carries is a typo that would skip nothing."""
+    wanted = getattr(args, "skip_question_types", None) or []
+    known = {str(qa.metadata.get("question_type")) for qas in dataset.qa_pair_lists for qa in qas}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ConfigError(f"--skip-question-types {', '.join(map(repr, unknown))}: no question of {args.dataset!r} "
+                          f"has this type; its types are {', '.join(sorted(known)) or 'none'}")
 
 
 def _is_online(args: argparse.Namespace) -> bool:
@@ -147,6 +158,10 @@ def _paths(args: argparse.Namespace) -> tuple[str, str]:
     for folder in (out, out / "memory", out / "traced_data"):
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"--output-dir: {str(folder)!r} is a file, where the run keeps a folder")
+    cache = _call_cache(args)
+    if cache is not None and Path(cache).exists() and not Path(cache).is_dir():
+        flag = "--cache-dir" if getattr(args, "cache_dir", None) else "--output-dir"
+        raise ConfigError(f"{flag}: {cache!r} is a file, where the run keeps its call cache folder")
     return str(out / "memory"), str(out / "traced_data")
 
 
@@ -331,12 +346,12 @@ def _add_fan_out(p: argparse.ArgumentParser) -> None:
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--top-k", type=positive_int, default=10, help="memories retrieved per question")
     p.add_argument("--skip-question-types", nargs="*", default=[], help="e.g. adversarial")
 
 
 def _add_construct(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--num-workers", type=int, default=1)
+    p.add_argument("--num-workers", type=positive_int, default=1)
     p.add_argument("--rerun", action="store_true", help="rebuild users whose memory is saved")
     p.add_argument("--fail-fast", action="store_true", help="stop a user at its first failing message")
 
@@ -352,10 +367,10 @@ def _add_evaluate(p: argparse.ArgumentParser, *, standalone: bool) -> None:
                    help="replay identical model calls from this folder (default: <output-dir>/call_cache)")
     p.add_argument("--no-call-cache", action="store_true",
                    help="keep no call cache (a later replay then pays for every call again)")
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("--max-retries", type=int, default=3)
-    p.add_argument("--qa-batch-size", type=int, default=4)
-    p.add_argument("--judge-batch-size", type=int, default=4)
+    p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per model request")
+    p.add_argument("--max-retries", type=non_negative_int, default=3, help="retries of a failing model request")
+    p.add_argument("--qa-batch-size", type=positive_int, default=4)
+    p.add_argument("--judge-batch-size", type=positive_int, default=4)
     p.add_argument("--metrics", default=None, help="comma list of f1,bleu,llm_judge")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from membase.utils.argtypes import non_negative_int, positive_int
+from membase.utils.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
 __all__ = [
@@ -16,26 +16,6 @@ __all__ = [
     "positive_float",
     "positive_int",
 ]
-
-
-def _bounded_float(text: str, *, strict: bool) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")) or value < 0 or (strict and value == 0):
-        raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} 0, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    return _bounded_float(text, strict=True)
-
-
-def non_negative_float(text: str) -> float:
-    """argparse type: a finite number >= 0."""
-    return _bounded_float(text, strict=False)
 
 
 def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
