@@ -53,6 +53,16 @@ logger = logging.getLogger(__name__)
 METRICS = ("f1", "bleu", "llm_judge")
 
 
+def _usage_since(before: dict[str, dict[str, int] | None],
+                 after: dict[str, dict[str, int] | None]) -> dict[str, dict[str, int] | None]:
+    """Each model's counters ``after`` less those ``before``: the calls and tokens in between."""
+    out: dict[str, dict[str, int] | None] = {}
+    for role, now in after.items():
+        then = before.get(role) or {}
+        out[role] = None if now is None else {key: value - then.get(key, 0) for key, value in now.items()}
+    return out
+
+
 def default_context_builder(memories: list[MemoryEntry]) -> str:
     """Number the memories as `### Memory i:` blocks (formatted content when the layer gives one)."""
     return "\n\n".join(
@@ -160,6 +170,9 @@ class EvaluationRunner:
         report = RunReport(stage="evaluation")
         outputs: list[dict[str, Any]] = []
         report.outputs.append(str(self.output_path))
+        # the models may serve other runs in this process: report only what this run added
+        before = self._model_usage()
+        self._worker_usage = None
         try:
             atomic_write_json(self.output_path, outputs)  # an empty results file still gives an output
             with tracing_switch(self.config.tracing), tqdm(
@@ -181,15 +194,18 @@ class EvaluationRunner:
                         atomic_write_json(self.output_path, outputs)
                     bar.update(len(user_records))
         finally:  # a run stopped by a fatal error still leaves its report (partial metrics)
-            report.usage = self._worker_usage or {
-                "qa_model": self.qa_model.usage.as_dict(),
-                "judge_model": self.judge_model.usage.as_dict() if self.judge_model else None}
+            report.usage = self._worker_usage or _usage_since(before, self._model_usage())
             report.metrics = summarize_metrics(outputs, self.config.metrics)
             for group, entry in report.metrics.items():
                 means = ", ".join(f"{n}={v:.3f}" for n, v in entry.items() if n in METRICS)
                 logger.info("evaluation %s: n=%d failed=%d %s", group, entry["n"], entry["failed"], means)
             report.save(self.output_path.with_name(f"{self.output_path.stem}_report.json"))
         return report
+
+    def _model_usage(self) -> dict[str, dict[str, int] | None]:
+        """The models' counters now (since each model was made)."""
+        return {"qa_model": self.qa_model.usage.as_dict(),
+                "judge_model": self.judge_model.usage.as_dict() if self.judge_model is not None else None}
 
     def _run_fanned_out(self, by_user: dict[str, list[dict[str, Any]]], report: RunReport,
                         outputs: list[dict[str, Any]], bar: Any) -> None:

@@ -22,7 +22,13 @@ from typing import Any
 from membase.clients.chat import ChatModel
 from membase.runners._common import RunReport, graph_file
 from membase.runners.construction import ConstructionRunner, ConstructionRunnerConfig
-from membase.runners.evaluation import EvaluationRunner, EvaluationRunnerConfig, _Item, summarize_metrics
+from membase.runners.evaluation import (
+    EvaluationRunner,
+    EvaluationRunnerConfig,
+    _Item,
+    _usage_since,
+    summarize_metrics,
+)
 from membase.runners.search import SearchRunner, SearchRunnerConfig
 from membase.types import MemoryDataset, MemoryEntry, Message, QuestionAnswerPair, Trajectory
 from membase.utils.io import atomic_write_json
@@ -46,6 +52,7 @@ class OnlineEvaluator:
         self.order = [t.id for t in dataset.trajectories]
         self.searcher = SearchRunner(search)
         self.evaluator = EvaluationRunner(evaluation, qa_model=qa_model, judge_model=judge_model)
+        self._usage_before = self.evaluator._model_usage()  # the models may have served other runs
         self.search_report = RunReport(stage="search")
         self.evaluation_report = RunReport(stage="evaluation")
         self._searched: dict[str, list[dict[str, Any]]] = {}
@@ -128,10 +135,7 @@ class OnlineEvaluator:
         self.search_report.outputs[:] = [str(self.results_path)]
         self.evaluation_report.outputs[:] = [str(self.evaluation_path)]
         runner = self.evaluator
-        self.evaluation_report.usage = {
-            "qa_model": runner.qa_model.usage.as_dict(),
-            "judge_model": runner.judge_model.usage.as_dict() if runner.judge_model else None,
-        }
+        self.evaluation_report.usage = _usage_since(self._usage_before, runner._model_usage())
         self.evaluation_report.metrics = summarize_metrics(evaluated, runner.config.metrics)
         self.search_report.save(Path(self.searcher.config.save_dir) / "search_report.json")
         self.evaluation_report.save(self.evaluation_path.with_name(f"{self.evaluation_path.stem}_report.json"))
