@@ -113,6 +113,8 @@ def _launch_problem(parsed: argparse.Namespace) -> str | None:
     data = Path(parsed.data)
     if not data.exists():
         return f"--data {parsed.data}: no such file or folder"
+    if data.is_dir() and next(data.rglob("*.json"), None) is None:
+        return f"--data {parsed.data}: the folder holds no graph JSON file"
     _, problem = check_output(parsed.output_path)
     if problem:
         return f"--output-path: {problem}"

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from membase.utils.argtypes import output_folder
+
 from .annotations import OutputFileError, read_records
 from .dataset import DataPathError, Dataset, GraphEntry, open_dataset
 from .labels import CaseRef, Label, consensus, human_labels
@@ -165,11 +167,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "run_error_attribution.py scores any strategy against them.")
     p.add_argument("--data", required=True, help="the annotated graph file or folder (the app's --data)")
     p.add_argument("--annotations", required=True, help="the app's --output-path (JSON array of records)")
-    p.add_argument("--out", required=True, help="folder to write (created; files of the same name are replaced)")
+    p.add_argument("--out", required=True, type=output_folder,
+                   help="folder to write (created; files of the same name are replaced)")
     p.add_argument("--split", choices=SPLITS, help="split of graphs whose split the path does not tell")
     p.add_argument("--include-unsure", action="store_true", help="also export cases labelled only 'unsure'")
     p.add_argument("--index-dir", help="folder of the viewer's dataset index (default: the viewer's)")
     return p
+
+
+def _records_problem(path: str, records: Sequence[Any]) -> str | None:
+    """Why ``records`` cannot give a label to export (None: some record can)."""
+    if not records:
+        return f"--annotations {path}: no records to export"
+    if not human_labels(records):
+        return (f"--annotations {path}: none of its {len(records)} record(s) is a manual attribution of the annotation "
+                "interface (an object with graph_name, qa_id and manual_error_attribution)")
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         records = read_records(args.annotations)
+        problem = _records_problem(args.annotations, records)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         dataset = open_dataset(args.data, args.index_dir)
         summary = export_annotations(dataset, records, args.out, split=args.split,
                                      include_unsure=args.include_unsure)
@@ -186,13 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot write --out {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    if not records:
-        print(f"error: --annotations {args.annotations}: no records to export", file=sys.stderr)
+    for line in summary.left_out:
+        print(f"left out: {line}")
+    if not summary.cases:
+        print(f"error: no case exported: each of the {len(summary.left_out)} labelled case(s) was left out (listed "
+              f"above); check --data {args.data} and --split", file=sys.stderr)
         return 2
     splits = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_split.items())) or "none"
     print(f"exported {summary.cases} case(s) in {len(summary.files)} graph file(s) to {summary.out_dir} ({splits})")
-    for line in summary.left_out:
-        print(f"left out: {line}")
     for split in sorted(summary.by_split):
         print(f"score a strategy: python run_error_attribution.py {summary.out_dir} {split} "
               "--exploration-strategy evidence_flow --output-path <file>.json")

@@ -147,12 +147,14 @@ def check_run(path: str | Path, *, threshold: float = 0.6) -> dict[str, list[Gol
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print, per user, the gold memory points no memory unit holds; exit 2 on bad input."""
+    from membase.utils.argtypes import output_file
+
     parser = argparse.ArgumentParser(prog="python -m membase.datasets.gold_points",
                                      description="RealMem extraction check: the gold memory points that no memory "
                                                  "unit of a traced run holds.")
     parser.add_argument("run", help="output folder of `python -m membase run` on RealMem, or a graph file")
     parser.add_argument("--threshold", type=float, default=0.6, help="word recall from which a unit holds a point")
-    parser.add_argument("--output", default=None, help="also write every point's check as JSON here")
+    parser.add_argument("--output", type=output_file, default=None, help="also write every point's check as JSON here")
     args = parser.parse_args(argv)
     if not 0.0 < args.threshold <= 1.0:
         parser.error(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -172,7 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output:
         from membase.utils.io import atomic_write_json
 
-        atomic_write_json(args.output, {u: [{**asdict(c), "status": c.status} for c in cs] for u, cs in results.items()})
+        try:
+            atomic_write_json(args.output, {u: [{**asdict(c), "status": c.status} for c in cs]
+                                            for u, cs in results.items()})
+        except OSError as exc:
+            print(f"error: cannot write --output {args.output!r}: {exc.strerror or exc} (the lines above are complete)",
+                  file=sys.stderr)
+            return 2
     return 0
 
 

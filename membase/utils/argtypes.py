@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-__all__ = ["bounded_int", "non_negative_float", "non_negative_int", "positive_float", "positive_int"]
+__all__ = [
+    "bounded_int",
+    "non_negative_float",
+    "non_negative_int",
+    "output_file",
+    "output_folder",
+    "positive_float",
+    "positive_int",
+]
 
 
 def bounded_int(text: str, minimum: int) -> int:
@@ -46,3 +55,31 @@ def positive_float(text: str) -> float:
 def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
     return _bounded_float(text, strict=False)
+
+
+def _blocking_file(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is a file (nothing can be created below it)."""
+    parent = next((p for p in path.parents if p.exists()), None)
+    return parent if parent is not None and not parent.is_dir() else None
+
+
+def output_file(text: str) -> str:
+    """argparse type: a file path that can be written (not a folder, no file where a parent folder goes)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file path")
+    blocker = _blocking_file(path)
+    if blocker is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be created: {str(blocker)!r} is a file, not a folder")
+    return text
+
+
+def output_folder(text: str) -> str:
+    """argparse type: a folder path that exists as a folder or can be created (no file in its place)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    blocker = _blocking_file(path)
+    if blocker is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be created: {str(blocker)!r} is a file, not a folder")
+    return text

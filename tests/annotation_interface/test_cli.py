@@ -41,6 +41,7 @@ def test_launcher_errors_are_one_line_with_exit_2(tmp_path, capsys):
 def test_launcher_starts_streamlit_headless_on_loopback(tmp_path, monkeypatch):
     seen = {}
     monkeypatch.setattr(subprocess, "call", lambda cmd: seen.setdefault("cmd", cmd) and 0)
+    (tmp_path / "graph.json").write_text("{}", encoding="utf-8")  # a folder with no JSON file is refused
     assert cli.main(["--data", str(tmp_path), "--port", "8600", "--output-path", "o.json"]) == 0
     cmd = seen["cmd"]
     assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and cmd[4].endswith("app.py")

@@ -1,0 +1,190 @@
+"""Bad input to the commands a user runs: exit 2, one ``error:`` line naming the flag, file or record, no traceback.
+
+Each case runs the command's ``main(argv)`` in-process. The cases are the holes an audit of every entry point
+found (numbers out of range that were accepted, a file where a folder goes, records of the wrong shape, output
+paths that raised a traceback after the work was done); what other test modules already cover is not repeated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from annotation_interface import cli as annotation_cli
+from annotation_interface import export as annotation_export
+from membase import cli as membase_cli
+from membase.datasets import gold_points
+
+REPO = Path(__file__).resolve().parents[1]
+FAULTBENCH = REPO / "examples" / "faultbench"
+A_GRAPH = "evermemos/evermemos-locomo-5-1.json"  # a committed example graph with wrongly answered questions
+
+
+def _exit_code(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        return int(exc.code)
+
+
+def _fails(capsys, main: Callable[[Sequence[str]], int], argv: Sequence[str], fragment: str) -> str:
+    """Run ``main``; it must exit 2 with exactly one error line holding ``fragment``; returns that line."""
+    code = _exit_code(main, [str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("error:") or ": error:" in line]
+    assert code == 2, err
+    assert len(lines) == 1 and fragment in lines[0], err
+    return lines[0]
+
+
+@pytest.fixture()
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a_file"
+    path.write_text("x", encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def rag_config(tmp_path: Path) -> Path:
+    path = tmp_path / "rag.json"
+    path.write_text(json.dumps({"layer_type": "NaiveRAG", "max_tokens": 1200, "deferred": True}), encoding="utf-8")
+    return path
+
+
+# -- python -m membase --------------------------------------------------------------------------------
+
+
+def _membase_run(config: Path, dataset: Path | str, out: Path, *extra: str) -> list[str]:
+    return ["run", "--layer-config", str(config), "--dataset", str(dataset), "--output-dir", str(out),
+            "--start-idx", "0", "--end-idx", "1", "--qa-model", "fake:x", "--judge-model", "fake:x",
+            "--metrics", "f1", "--quiet", *extra]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--top-k", "0"], "argument --top-k: expected an integer >= 1, got 0"),
+        (["--top-k", "-1"], "argument --top-k: expected an integer >= 1, got -1"),
+        (["--num-workers", "0"], "argument --num-workers: expected an integer >= 1"),
+        (["--timeout", "-1"], "argument --timeout: expected a number > 0"),
+        (["--timeout", "0"], "argument --timeout: expected a number > 0"),
+        (["--max-retries", "-1"], "argument --max-retries: expected an integer >= 0"),
+        (["--qa-batch-size", "0"], "argument --qa-batch-size: expected an integer >= 1"),
+        (["--judge-batch-size", "-3"], "argument --judge-batch-size: expected an integer >= 1"),
+    ],
+    ids=lambda v: v[0] + v[1] if isinstance(v, list) else None,
+)
+def test_membase_numbers_out_of_range_are_usage_errors(tmp_path, capsys, rag_config, flags, fragment):
+    out = tmp_path / "run"
+    _fails(capsys, membase_cli.main, _membase_run(rag_config, tmp_path / "unread.json", out, *flags), fragment)
+    assert not out.exists()
+
+
+def test_membase_cache_dir_that_is_a_file_stops_before_any_stage(tmp_path, capsys, rag_config, a_file, locomo_path):
+    out = tmp_path / "run"
+    line = _fails(capsys, membase_cli.main, _membase_run(rag_config, locomo_path, out, "--cache-dir", str(a_file)),
+                  "--cache-dir")
+    assert str(a_file) in line and "is a file" in line
+    assert not (out / "memory").exists() and not (out / "traced_data").exists()
+
+
+def test_membase_default_call_cache_blocked_by_a_file_names_the_output_dir(tmp_path, capsys, rag_config,
+                                                                          locomo_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "call_cache").write_text("x", encoding="utf-8")
+    line = _fails(capsys, membase_cli.main, _membase_run(rag_config, locomo_path, out), "--output-dir")
+    assert str(out / "call_cache") in line
+
+
+def test_membase_unknown_question_type_to_skip_lists_the_known_ones(tmp_path, capsys, rag_config, locomo_path):
+    out = tmp_path / "run"
+    argv = ["search", "--layer-config", str(rag_config), "--dataset", str(locomo_path), "--output-dir", str(out),
+            "--start-idx", "0", "--end-idx", "1", "--quiet", "--skip-question-types", "adversarial", "adverserial"]
+    line = _fails(capsys, membase_cli.main, argv, "--skip-question-types 'adverserial': no question of")
+    assert "adversarial, " in line and "'adversarial'" not in line
+    assert not (out / "memory").exists()
+
+
+# -- python -m membase.datasets.gold_points -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "fragment"),
+    [
+        (lambda tmp, f: f / "checks.json", "cannot be created: {file!r} is a file, not a folder"),
+        (lambda tmp, f: tmp, "is a folder; give a file path"),
+    ],
+    ids=["under-a-file", "a-folder"],
+)
+def test_gold_points_output_that_cannot_be_written(tmp_path, capsys, a_file, where, fragment):
+    output = where(tmp_path, a_file)
+    line = _fails(capsys, gold_points.main, [tmp_path / "no_run", "--output", output], fragment.format(file=str(a_file)))
+    assert "argument --output" in line
+
+
+def test_gold_points_write_failure_is_one_line(tmp_path, capsys, monkeypatch):
+    """The checks are printed; a write that fails afterwards (disk full) is an error line, not a traceback."""
+    import membase.utils.io as io
+
+    monkeypatch.setattr(gold_points, "check_run", lambda run, threshold: {"u": []})
+
+    def full_disk(path, data, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(io, "atomic_write_json", full_disk)
+    line = _fails(capsys, gold_points.main, [tmp_path, "--output", tmp_path / "checks.json"], "cannot write --output")
+    assert "No space left on device" in line
+
+
+# -- python -m annotation_interface.export and the launcher -------------------------------------------
+
+
+def _record(graph: str = A_GRAPH, qa_id: str = "locomo-qa-5-171") -> dict:
+    return {"graph_name": graph, "qa_id": qa_id, "annotator": "ana",
+            "manual_error_attribution": {"error_type": "RetrievalError", "op_id": "op-1", "reason": "seen"}}
+
+
+def _export(tmp_path: Path, records: object, out: Path, data: Path = FAULTBENCH) -> list:
+    annotations = tmp_path / "annotations.json"
+    annotations.write_text(json.dumps(records), encoding="utf-8")
+    return ["--data", data, "--annotations", annotations, "--out", out, "--index-dir", tmp_path / "index"]
+
+
+def test_export_into_a_file_is_refused(tmp_path, capsys, a_file):
+    _fails(capsys, annotation_export.main, _export(tmp_path, [_record()], a_file),
+           f"argument --out: {str(a_file)!r} is a file, not a folder")
+
+
+@pytest.mark.parametrize("records", [[1, 2], [{"graph": A_GRAPH, "label": "x"}]], ids=["numbers", "other-objects"])
+def test_export_of_records_that_are_no_annotations(tmp_path, capsys, records):
+    out = tmp_path / "bench"
+    _fails(capsys, annotation_export.main, _export(tmp_path, records, out),
+           "record(s) is a manual attribution of the annotation interface")
+    assert not out.exists()
+
+
+def test_export_that_leaves_every_case_out_is_an_error(tmp_path, capsys):
+    out = tmp_path / "bench"
+    _fails(capsys, annotation_export.main, _export(tmp_path, [_record(graph="mem0/not-in-this-folder.json")], out),
+           "no case exported: each of the 1 labelled case(s) was left out")
+    assert not out.exists() or not any(out.rglob("*.json"))
+
+
+def test_export_of_a_good_record_still_works(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert annotation_export.main([str(a) for a in _export(tmp_path, [_record()], out)]) == 0
+    assert (out / A_GRAPH).is_file()
+
+
+def test_launcher_refuses_a_folder_without_graphs(tmp_path, capsys, monkeypatch):
+    started: list = []
+    monkeypatch.setattr(annotation_cli.subprocess, "call", lambda cmd: started.append(cmd) or 0)
+    (tmp_path / "empty").mkdir()
+    line = _fails(capsys, annotation_cli.main, ["--data", tmp_path / "empty", "--output-path", tmp_path / "a.json"],
+                  "the folder holds no graph JSON file")
+    assert str(tmp_path / "empty") in line and started == []
