@@ -84,10 +84,25 @@ class ConflictCase:
 
 
 def other_people(c: ConflictCase) -> str | None:
-    """Both name known people, and none in common."""
-    if c.segment.persons and c.fact.persons and not c.segment.persons & c.fact.persons:
+    """Both name known people, and none in common (a companion of a "we" fact aside)."""
+    if c.segment.persons and c.fact.persons and not c.segment.persons & c.fact.persons \
+            and not _companions_of_we(c.fact_ref.text, c.seg_ref.text, c.segment.persons):
         return "person"
     return None
+
+
+_WE = frozenset({"we", "we're", "we've", "we'd", "we'll", "us", "our", "let's"})
+_COMPANION = re.compile(r"\bwith\s+([^\W\d_][\w'’\-]*)", re.IGNORECASE)
+
+
+def _companions_of_we(fact: str, segment: str, persons: frozenset[str]) -> bool:
+    """The fact speaks for a "we" ("Let's get coffee on Friday") and the segment names its people only
+    as company ("Coffee with Ines on Friday", the memory of the one who said it): the one spoken to
+    may be in that "we", so naming them is no other person."""
+    if not any(w.lower().replace("’", "'") in _WE for w in re.findall(r"[\w'’]+", fact)):
+        return False
+    company = {m.lower().removesuffix("'s") for m in _COMPANION.findall(segment)}
+    return bool(company) and persons <= company
 
 
 def other_speaker(c: ConflictCase) -> str | None:
@@ -142,13 +157,20 @@ def polarity(c: ConflictCase) -> str | None:
 
 
 def replaced_anchor(c: ConflictCase) -> str | None:
-    """An anchor of the fact is missing and another of its kind, said nowhere in the evidence, is there."""
+    """An anchor of the fact is missing and another of its kind, said nowhere in the evidence, is there
+    (a vague word for the same direction in time, "recently" for "last week", replaces nothing)."""
     for kind, values in c.fact_anchors.items():
         missing = values - c.segment.tokens
         extra = c.seg_ref.anchors.get(kind, frozenset()) - values - c.probe.evidence_tokens
+        extra -= frozenset(vague for vague, sides in _VAGUE_TIMES.items() if values & sides)
         if missing and extra:
             return kind
     return None
+
+
+# A vague relative time and the relative-time words of its direction it may stand for.
+_VAGUE_TIMES = {"recently": frozenset({"yesterday", "ago", "last", "earlier"}),
+                "soon": frozenset({"tomorrow", "next", "later"})}
 
 
 def other_point_in_time(c: ConflictCase) -> str | None:

@@ -233,13 +233,14 @@ class GraphView:
     @cached_property
     def proper_names(self) -> frozenset[str]:
         """Words the conversation capitalises inside a sentence (names of people, pets, places),
-        lower case, calendar words left out."""
-        from ._text import message_text
+        lower case, calendar words and stop words left out (the "The" of "my band, The Lanterns"
+        names nobody)."""
+        from ._text import content_tokens, message_text
 
         found: set[str] = set()
         for node in self.messages:
             found.update(w.lower() for w in _MID_SENTENCE_CAPITAL.findall(message_text(node.value)))
-        return frozenset(found - _CALENDAR)
+        return frozenset(w for w in found - _CALENDAR if content_tokens(w))
 
     @cached_property
     def message_tokens(self) -> dict[str, frozenset[str]]:

@@ -18,7 +18,9 @@ count against the fact:
   First-person words count as their speaker, so "I taught Ana to surf" said by Mia and "Ana
   taught me to surf" trade Mia and Ana. A coordinating word ("but", "and") is no such pivot:
   clauses told in the other order are the same facts. A passive ("was taught by") turns roles
-  round without changing them and is left alone. Verbs turned round their object ("loved the
+  round without changing them and is left alone. One of the pair must take the other's place
+  (stand between the words the other stood between): a phrase moved whole ("trained for 8
+  months" told after "the October marathon" instead of before it) keeps its neighbours. Verbs turned round their object ("loved the
   kimono she rented" / "rented a kimono and loved it") name nothing and are a paraphrase.
 """
 
@@ -178,9 +180,33 @@ def _swap(fact: str, text: str, keys: frozenset[str], fact_speaker: str | None, 
                 if v in (x, y) or v in _COORDINATORS:
                     continue
                 if _between(f_at, x, v, y) and _between(t_at, x, v, y) \
-                        and not _passive(t_seq, t_at, v, x, y) and not _passive(f_seq, f_at, v, x, y):
+                        and not _passive(t_seq, t_at, v, x, y) and not _passive(f_seq, f_at, v, x, y) \
+                        and _takes_the_others_place(f_seq, f_at, t_seq, t_at, x, y):
                     return x, y
     return None
+
+
+def _neighbours(sequence: tuple[tuple[str, str], ...], at: int) -> set[str]:
+    """The nearest word before and after position ``at`` (articles and possessives skipped)."""
+    out = set()
+    for step in (-1, 1):
+        i = at + step
+        while 0 <= i < len(sequence) and sequence[i][0] in _DETERMINERS:
+            i += step
+        if 0 <= i < len(sequence):
+            out.add(sequence[i][0])
+    return out
+
+
+def _takes_the_others_place(f_seq: tuple[tuple[str, str], ...], f_at: dict[str, tuple[int, str]],
+                            t_seq: tuple[tuple[str, str], ...], t_at: dict[str, tuple[int, str]], x: str,
+                            y: str) -> bool:
+    """One of the pair stands in the text where the other stood in the fact, between the same
+    words ("Karl beat Priya" / "Priya beat Karl"). A phrase moved whole keeps its own neighbours
+    ("she trained for 8 months" / "trained for 8 months for the October marathon") and only
+    changes the order in which the sentence tells things."""
+    return bool(_neighbours(t_seq, t_at[x][0]) & _neighbours(f_seq, f_at[y][0])
+                or _neighbours(t_seq, t_at[y][0]) & _neighbours(f_seq, f_at[x][0]))
 
 
 def _between(at: dict[str, tuple[int, str]], x: str, v: str, y: str) -> bool:

@@ -1,0 +1,60 @@
+"""The rules judge on memories a real model writes: paraphrases keep the fact, corruptions lose it.
+
+Each test names the general reason of the rule it guards, on sentences written for it (none from
+the dev set of ``benchmarks/evidence_flow_paraphrase.py``, whose rates the last tests hold).
+"""
+
+from __future__ import annotations
+
+from toolkits.evidence_flow._case_facts import conversation_judge
+from toolkits.evidence_flow._meaning import swapped_pair
+from toolkits.evidence_flow._text import content_tokens
+
+
+def _chat(*lines: tuple[str, str], day: str = "2024-02-12") -> list[dict[str, str]]:
+    return [{"speaker": who, "text": text, "time": f"{day}T09:{i:02d}:00"} for i, (who, text) in enumerate(lines)]
+
+
+def test_a_phrase_moved_whole_is_no_swap():
+    # A time or count phrase told at another place of the sentence keeps its own neighbours; words
+    # trade roles only when one takes the other's place.
+    fact = "My cousin is opening a bakery in April, she saved for 3 years."
+    keys = content_tokens("How long did Ines's cousin save for the bakery? 3 years")
+    assert swapped_pair(fact, "Ines's cousin saved for 3 years for the April bakery opening", keys=keys,
+                        fact_speaker="ines") is None
+    counted = "I baked 20 scones but only 9 sold."
+    keys = content_tokens("How many scones did Ines bake? 20")
+    assert swapped_pair(counted, "I baked 9 scones but only 20 sold.", keys=keys, fact_speaker="ines") is not None
+    assert swapped_pair(counted, "Of the 20 scones I baked, only 9 sold.", keys=keys, fact_speaker="ines") is None
+
+
+def test_a_capitalised_article_names_nobody():
+    # "The" opening a title after a comma is capitalised mid-sentence, but a stop word is no name:
+    # read as one, it became the subject of the fact's clause and every restatement "swapped" it.
+    chat = _chat(("Ines", "Any plans?"),
+                 ("Tomas", "My favourite podcast, The Night Shift, is recording live in Porto in May, I got seats."))
+    judge = conversation_judge(chat, evidence=[1], question="Where is The Night Shift recording live?", golden="Porto")
+    assert judge.assess("Tomas got seats for his favourite podcast The Night Shift recording live in Porto in May").present
+    assert not judge.assess("Ines got seats for The Night Shift recording live in Porto in May").present
+
+
+def test_the_company_of_a_we_fact_is_no_other_person():
+    # "We"/"let's" said to someone may include them: a memory that keeps the plan and names the
+    # one spoken to as company ("... with Ines") is its speaker's memory of the same plan.
+    chat = _chat(("Ines", "I need a break from revising."),
+                 ("Tomas", "Let's go bouldering on Saturday at the new gym by the canal."))
+    judge = conversation_judge(chat, evidence=[1], question="Where will Ines and Tomas go bouldering?",
+                               golden="the new gym by the canal")
+    assert judge.assess("Bouldering with Ines on Saturday at the new gym by the canal").present
+    # someone named as the one who does it is still another person
+    assert not judge.assess("Ines goes bouldering on Saturday at the new gym by the canal").present
+
+
+def test_a_vague_time_of_the_same_direction_replaces_nothing():
+    # "recently" is what "last month" becomes when a memory drops the exact time: the same
+    # direction, less precise. "soon" would point the other way.
+    chat = _chat(("Ines", "How was the coast?"),
+                 ("Tomas", "I got back from Tallinn last month, the old town was wonderful."))
+    judge = conversation_judge(chat, evidence=[1], question="Which city did Tomas visit last month?", golden="Tallinn")
+    assert judge.assess("Tomas recently got back from a trip to Tallinn and loved the old town").present
+    assert not judge.assess("Tomas will soon travel to Tallinn to see the old town").present
