@@ -17,6 +17,7 @@ from annotation_interface import cli as annotation_cli
 from annotation_interface import export as annotation_export
 from membase import cli as membase_cli
 from membase.datasets import gold_points
+from toolkits.optimization import command as optimization_command
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTBENCH = REPO / "examples" / "faultbench"
@@ -108,6 +109,28 @@ def test_membase_unknown_question_type_to_skip_lists_the_known_ones(tmp_path, ca
     line = _fails(capsys, membase_cli.main, argv, "--skip-question-types 'adverserial': no question of")
     assert "adversarial, " in line and "'adversarial'" not in line
     assert not (out / "memory").exists()
+
+
+# -- run_optimization.py ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--model-timeout", "-5"], "argument --model-timeout: expected a number > 0"),
+        (["--cache-dir", "{file}"], "argument --cache-dir: {file!r} is a file, not a folder"),
+        (["--seeds", ""], "--seeds '': give a comma list"),
+    ],
+    ids=["model-timeout", "cache-dir-a-file", "seeds-empty"],
+)
+def test_optimization_flags(tmp_path, capsys, a_file, locomo_path, flags, fragment):
+    out = tmp_path / "opt"
+    argv = ["--config-path", REPO / "examples" / "configs" / "mem0_offline.json", "--dataset-path", locomo_path,
+            "--optimization-dir", out, "--qa-model", "fake:x", "--judge-model", "fake:x", "--optimizer-model",
+            "fake:x", "--attribution-strategy", "evidence_flow", "--sample-size", "1", "--no-progress",
+            *(flag.format(file=str(a_file)) for flag in flags)]
+    _fails(capsys, optimization_command.main, argv, fragment.format(file=str(a_file)))
+    assert not out.exists()
 
 
 # -- python -m membase.datasets.gold_points -----------------------------------------------------------

@@ -26,6 +26,24 @@ def _positive_int(text: str) -> int:
     return positive_int(text)
 
 
+def _positive_float(text: str) -> float:
+    from toolkits._cli import positive_float
+
+    return positive_float(text)
+
+
+def _non_negative_float(text: str) -> float:
+    from toolkits._cli import non_negative_float
+
+    return non_negative_float(text)
+
+
+def _output_folder(text: str) -> str:
+    from membase.utils.argtypes import output_folder
+
+    return output_folder(text)
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -120,26 +138,27 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--max-questions", type=_positive_int, default=None,
                       help="keep at most N questions per conversation (after --max-sessions)")
     ours.add_argument("--metrics", default="f1,bleu,llm_judge", help="evaluation metrics (comma list)")
-    ours.add_argument("--temperature", type=float, default=1.0, help="temperature of the attribution and optimizer models")
+    ours.add_argument("--temperature", type=_non_negative_float, default=1.0, help="temperature of the attribution and optimizer models")
     ours.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True,
                       help="stream the attribution and optimizer model replies")
     ours.add_argument("--optimizer-max-retries", type=_non_negative_int, default=2,
                       help="retries of a failing optimizer call (exponential backoff)")
-    ours.add_argument("--retry-backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
+    ours.add_argument("--retry-backoff", type=_non_negative_float, default=2.0, help="first retry delay in seconds (doubles)")
     ours.add_argument("--contract-retries", type=_non_negative_int, default=2,
                       help="new update attempts after a proposal breaks its prompt contract")
-    ours.add_argument("--call-timeout", type=float, default=600.0, help="seconds allowed per optimizer call")
+    ours.add_argument("--call-timeout", type=_positive_float, default=600.0, help="seconds allowed per optimizer call")
     ours.add_argument("--optimizer-max-iters", type=_positive_int, default=3,
                       help="reasoning steps per optimizer call before the structured answer is forced")
     ours.add_argument("--max-tokens", type=_positive_int, default=None,
                       help="output-token cap per attribution/optimizer call")
     ours.add_argument("--llama-cpp-compat", action="store_true", help="workarounds for a llama.cpp server endpoint")
-    ours.add_argument("--model-timeout", type=float, default=120.0, help="seconds per QA/judge request")
+    ours.add_argument("--model-timeout", type=_positive_float, default=120.0, help="seconds per QA/judge request")
     ours.add_argument("--model-max-retries", type=_non_negative_int, default=3,
                       help="retries of a failing QA/judge request (exponential backoff)")
     ours.add_argument("--qa-max-tokens", type=_positive_int, default=256, help="output-token cap of an answer")
     ours.add_argument("--judge-max-tokens", type=_positive_int, default=64, help="output-token cap of a verdict")
-    ours.add_argument("--cache-dir", default=None, help="replay identical QA/judge calls from this folder")
+    ours.add_argument("--cache-dir", type=_output_folder, default=None,
+                      help="replay identical QA/judge calls from this folder")
     ours.add_argument("--bootstrap-samples", type=_non_negative_int, default=1000,
                       help="resamples of the before/after difference's 95%% interval (0: none)")
     ours.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
@@ -188,7 +207,7 @@ def main(
 
         args.workers = 1  # the counting fakes count the calls made in this process
         return estimate_cost(args, run_one)
-    if args.seeds:
+    if args.seeds is not None:  # an empty list is an error of run_over_seeds, not a run without seeds
         from toolkits.optimization.seeds import run_over_seeds
 
         return run_over_seeds(args, run_one)
