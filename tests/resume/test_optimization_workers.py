@@ -1,8 +1,8 @@
 """run_optimization.py --workers 2: the final evaluation's conversations built in worker processes.
 
 A serial run and a ``--workers 2`` run of the same command must leave the same final evaluation
-(every file, after the run folder, fresh ids and clock times are canonicalised; the evaluation
-reports' token usage aside, see below), and a ``--workers 2`` run killed between the two bundles'
+(every file, after the run folder, fresh ids and clock times are canonicalised, the evaluation
+reports' token usage included), and a ``--workers 2`` run killed between the two bundles'
 evaluations must resume without evaluating the first bundle again. Long-Context layer (no model
 inside the layer) and scripted ``py:`` QA/judge models that the spawned workers rebuild.
 """
@@ -35,12 +35,9 @@ def _argv(locomo_file: Path, out: Path, workers: int, config: Path) -> list[str]
 
 
 def _final_evaluation(out: Path) -> dict:
-    """The final evaluation's files, canonical; usage dropped from the evaluation reports (a serial
-    run's report counts the shared QA model's calls since the process started, a worker's only its own)."""
+    """The final evaluation's files, canonical (token usage too: each run reports its own calls, in
+    the serial run as in a worker)."""
     files = {name: json.loads(text) for name, text in canonical_run(out / "final_evaluation").items()}
-    for name, content in files.items():
-        if name.endswith("_evaluation_report.json"):
-            content.pop("usage")
     files["final_evaluation.json"] = json.loads(
         (out / "final_evaluation.json").read_text(encoding="utf-8").replace(str(out), "<run>"))
     return files
@@ -88,6 +85,8 @@ def test_two_workers_equal_the_serial_run_and_resume_after_a_kill(tmp_path, loco
     assert mine.keys() == reference.keys()
     for name, content in mine.items():
         assert content == reference[name], name
+    usages = [content["usage"] for name, content in mine.items() if name.endswith("_evaluation_report.json")]
+    assert len(usages) == 2 and all(u["qa_model"]["requests"] == 6 for u in usages)  # each run: 2 conversations x 3
 
 
 def test_a_model_that_workers_cannot_rebuild_is_refused_before_anything_is_built(tmp_path):
