@@ -58,3 +58,26 @@ def test_a_vague_time_of_the_same_direction_replaces_nothing():
     judge = conversation_judge(chat, evidence=[1], question="Which city did Tomas visit last month?", golden="Tallinn")
     assert judge.assess("Tomas recently got back from a trip to Tallinn and loved the old town").present
     assert not judge.assess("Tomas will soon travel to Tallinn to see the old town").present
+
+
+def test_a_number_moved_with_the_word_it_counts_is_no_swap():
+    # "41 seconds" told before "the harbour swim" instead of after it is the same count of the same
+    # thing; a number that takes another's place counts the other's word.
+    fact = "I swam the harbour mile on Sunday and finished in 41 minutes, my best time."
+    keys = content_tokens("How long did Ines take to swim the harbour mile? 41 minutes")
+    assert swapped_pair(fact, "Ines set her best time of 41 minutes in the harbour mile on Sunday", keys=keys,
+                        fact_speaker="ines", proper=frozenset({"ines"})) is None
+    counted = "I swam 2 laps before work and 6 laps after lunch."
+    keys = content_tokens("How many laps did Ines swim before work? 2")
+    assert swapped_pair(counted, "I swam 6 laps before work and 2 laps after lunch.", keys=keys,
+                        fact_speaker="ines") is not None
+
+
+def test_the_parts_of_a_compound_word_name_nothing_alone():
+    # "a bag shaped like a pear" is "a pear-shaped bag": the compound modifies its noun, so its part
+    # "pear" takes no role that could trade places with the bag.
+    fact = "At the market I bought a bag shaped like a pear."
+    keys = content_tokens("What did Ines buy at the market? a bag shaped like a pear")
+    assert swapped_pair(fact, "Ines bought a pear-shaped bag at the market", keys=keys, fact_speaker="ines") is None
+    assert swapped_pair(fact, "At the market I bought a pear shaped like a bag.", keys=keys,
+                        fact_speaker="ines") is not None

@@ -38,7 +38,7 @@ __all__ = ["opposite_word", "swapped_pair"]
 _PREFIXES = ("dis", "un")
 _COORDINATORS = BARRIER_WORDS | {"so"}
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
-_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+|[^\W_]+")
 _PART_BREAK = re.compile(r"[:;—]")
 # A share of a clause's other words the text's clause must keep to stand in its place.
 _ALIGNED = 0.5
@@ -107,7 +107,10 @@ def _sequence(text: str, speaker: str | None, proper: frozenset[str]) -> tuple[t
     out: list[tuple[str, str]] = []
     previous = ""
     for raw in _WORD.findall(text.lower().replace("’", "'")):
-        if raw in _FIRST_PERSON and who:
+        if "-" in raw:
+            # a compound ("cat-shaped teapot") modifies its noun: its parts name nothing by themselves
+            out.append((raw, ""))
+        elif raw in _FIRST_PERSON and who:
             out.append((who, "name"))
         elif not content_tokens(raw):
             out.append((raw, ""))
@@ -181,9 +184,28 @@ def _swap(fact: str, text: str, keys: frozenset[str], fact_speaker: str | None, 
                     continue
                 if _between(f_at, x, v, y) and _between(t_at, x, v, y) \
                         and not _passive(t_seq, t_at, v, x, y) and not _passive(f_seq, f_at, v, x, y) \
-                        and _takes_the_others_place(f_seq, f_at, t_seq, t_at, x, y):
+                        and _takes_the_others_place(f_seq, f_at, t_seq, t_at, x, y) \
+                        and not _counts_the_same(f_seq, f_at, t_seq, t_at, x, y):
                     return x, y
     return None
+
+
+def _counts_the_same(f_seq: tuple[tuple[str, str], ...], f_at: dict[str, tuple[int, str]],
+                     t_seq: tuple[tuple[str, str], ...], t_at: dict[str, tuple[int, str]], x: str, y: str) -> bool:
+    """A number of the pair still counts the word it counted, a word each sentence says once ("52
+    minutes" in both): it moved with its noun as one phrase. A number that traded places counts the
+    other's word ("invited 8 guests, but only 12 guests confirmed")."""
+    for word in (x, y):
+        if f_at[word][1] != "number":
+            continue
+        f_next, t_next = f_at[word][0] + 1, t_at[word][0] + 1
+        if f_next >= len(f_seq) or t_next >= len(t_seq):
+            continue
+        counted = f_seq[f_next][0]
+        if counted == t_seq[t_next][0] and content_tokens(counted) \
+                and [w for w, _ in f_seq].count(counted) == 1 == [w for w, _ in t_seq].count(counted):
+            return True
+    return False
 
 
 def _neighbours(sequence: tuple[tuple[str, str], ...], at: int) -> set[str]:
