@@ -50,6 +50,7 @@ __all__ = [
     "message_documents",
     "message_text",
     "messages_known_at",
+    "starting_evidence",
     "rrf_fuse",
     "unicode_tokenize",
 ]
@@ -252,6 +253,18 @@ def messages_known_at(graph: Any, node: Any) -> frozenset[str] | None:
     except TypeError:  # times of different kinds (text and datetime): no order to trust
         return None
     return known if known and len(known) < len(messages) else None
+
+
+def starting_evidence(pool: GraphRetrieverPool, graph: Any, case: Any, limit: int, query_type: str) -> list[str]:
+    """The ``limit`` messages of ``graph`` retrieved for a failed case (the attribution's starting
+    evidence when none is annotated), among those recorded before its question
+    (:func:`messages_known_at`)."""
+    query = build_retrieval_query(case.query, case.golden_answer, case.prediction, query_type)
+    try:
+        known = messages_known_at(graph, graph.get_variable(case.query_full_node_id))
+    except (AttributeError, KeyError):  # no such query node here: nothing to order by
+        known = None
+    return [hit.doc_id for hit in pool.get(graph).search(query, limit, allowed=known)]
 
 
 def build_retrieval_query(query: str, golden_answer: str, prediction: str, query_type: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolkits.metrics import recall_by_group
-from toolkits.retrieval import GraphRetrieverPool, build_retrieval_query
+from toolkits.retrieval import GraphRetrieverPool, starting_evidence
 
 __all__ = ["evaluate_retrieval", "format_recall_lines"]
 
@@ -20,7 +20,8 @@ def evaluate_retrieval(
     query_type: str,
     group_of: Any = None,
 ) -> dict[str, Any]:
-    """Retrieve ``k`` messages per case and score them against ``source_evidence_full_node_ids``.
+    """Retrieve ``k`` messages per case as the attribution runner does
+    (:func:`toolkits.retrieval.starting_evidence`) and score them against ``source_evidence_full_node_ids``.
 
     Args:
         graphs: One graph per case (the pool builds one retriever per distinct graph).
@@ -39,8 +40,7 @@ def evaluate_retrieval(
     refs: list[list[str]] = []
     got: list[list[str]] = []
     for graph, case in zip(graphs, cases, strict=True):
-        query = build_retrieval_query(case.query, case.golden_answer, case.prediction, query_type)
-        got.append([hit.doc_id for hit in pool.get(graph).search(query, k)])
+        got.append(starting_evidence(pool, graph, case, k, query_type))
         refs.append(list(case.source_evidence_full_node_ids))
         if group_of is not None:
             groups.append(str(group_of(case)))

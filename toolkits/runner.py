@@ -54,8 +54,7 @@ from toolkits.retrieval import (
     REFERENCE_SETTINGS,
     GraphRetrieverPool,
     RetrievalSettings,
-    build_retrieval_query,
-    messages_known_at,
+    starting_evidence,
 )
 from toolkits.strategies import StrategyContext, StrategySpec, get_strategy
 
@@ -566,15 +565,9 @@ class MemTraceRunner:
         if use_pseudo:
             cfg = self.config
             limit = cfg.num_starting_points if cfg.num_starting_points is not None else cfg.max_trace_nodes // 2
-            query = build_retrieval_query(case.query, case.golden_answer, case.prediction, cfg.starting_point_query_type)
             pool = self.retriever_pool()
-
-            known = messages_known_at(graph, graph.get_variable(case.query_full_node_id))
-
-            def retrieve() -> list[str]:
-                return [hit.doc_id for hit in pool.get(graph).search(query, limit, allowed=known)]
-
-            return await asyncio.to_thread(retrieve), "retrieved"
+            evidence = await asyncio.to_thread(starting_evidence, pool, graph, case, limit, cfg.starting_point_query_type)
+            return evidence, "retrieved"
         return None, None
 
     async def _attempts(self, strategy: StrategySpec, ctx: StrategyContext, result: CaseResult) -> None:
