@@ -111,6 +111,26 @@ def test_membase_unknown_question_type_to_skip_lists_the_known_ones(tmp_path, ca
     assert not (out / "memory").exists()
 
 
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"[1, 2]", "record 0 is not a search result (an object with a user_id), got 1"),
+        (b'[{"qa_pair": {}}]', "record 0 is not a search result (an object with a user_id)"),
+        ("caf\xe9".encode("latin-1"), "are not UTF-8 text"),
+    ],
+    ids=["numbers", "no-user-id", "latin-1"],
+)
+def test_membase_evaluate_on_search_results_of_the_wrong_shape(tmp_path, capsys, rag_config, content, fragment):
+    results = tmp_path / "results.json"
+    results.write_bytes(content)
+    argv = ["evaluate", "--layer-config", str(rag_config), "--output-dir", str(tmp_path / "run"),
+            "--search-results", str(results), "--qa-model", "fake:x", "--judge-model", "fake:x", "--metrics", "f1",
+            "--quiet", "--dataset-type", "LoCoMo"]
+    line = _fails(capsys, membase_cli.main, argv, fragment)
+    assert str(results) in line
+    assert not (tmp_path / "results_evaluation.json").exists()
+
+
 # -- run_optimization.py ------------------------------------------------------------------------------
 
 

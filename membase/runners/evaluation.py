@@ -155,8 +155,17 @@ class EvaluationRunner:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise DatasetError(f"search results {str(path)!r} are not valid JSON ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            where = f"{exc.reason} at byte {exc.start}"
+            raise DatasetError(f"search results {str(path)!r} are not UTF-8 text ({where})") from None
+        except OSError as exc:
+            raise DatasetError(f"search results {str(path)!r} cannot be read ({exc.strerror or exc})") from None
         if not isinstance(data, list):
             raise DatasetError(f"search results {str(path)!r} must hold a JSON list")
+        for index, record in enumerate(data):
+            if not isinstance(record, dict) or not isinstance(record.get("user_id"), (str, int)):
+                raise DatasetError(f"search results {str(path)!r}: record {index} is not a search result (an object "
+                                   f"with a user_id), got {json.dumps(record)[:80]}")
         return data
 
     def run(self) -> RunReport:
