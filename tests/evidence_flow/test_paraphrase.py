@@ -81,3 +81,18 @@ def test_the_parts_of_a_compound_word_name_nothing_alone():
     assert swapped_pair(fact, "Ines bought a pear-shaped bag at the market", keys=keys, fact_speaker="ines") is None
     assert swapped_pair(fact, "At the market I bought a pear shaped like a bag.", keys=keys,
                         fact_speaker="ines") is not None
+
+
+def test_a_terse_memory_of_an_answer_only_its_message_states_keeps_it():
+    # A memory LLM often keeps only the answer ("Ines is a vet"). When no other message states the
+    # answer and the memory adds no word of its own, it cannot be about another event.
+    chat = _chat(("Tomas", "What do you do these days?"),
+                 ("Ines", "Well, I've been working as a vet at the city zoo for about ten years."),
+                 ("Tomas", "I'm still teaching maths at the secondary school."))
+    judge = conversation_judge(chat, evidence=[1], question="What is Ines's job?", golden="vet")
+    assert judge.assess("Ines is a vet").present
+    assert judge.assess("Works as a vet").present
+    # a word of another event, another person, or no answer: not this fact
+    assert not judge.assess("Ines took her cat to the vet").present
+    assert not judge.assess("Tomas is a vet").present
+    assert not judge.assess("Ines works at the city zoo").present

@@ -226,6 +226,14 @@ class FactProbe:
                 key |= values
         return frozenset(key)
 
+    def _says_nothing_else(self, fact: Statement, segment: Statement) -> bool:
+        """The segment holds the answer and no content word beyond the fact's, the question's and the
+        people's ("Ines is a vet" for "I've been a vet at the zoo for ten years"): a terse memory of
+        an answer no other message states cannot be about another event."""
+        if not self.answer_tokens or not self.answer_tokens <= segment.tokens:
+            return False
+        return not segment.tokens - self.answer_tokens - fact.tokens - self.question_tokens - self.names
+
     def _states_answer(self, segment: Statement) -> bool:
         """The segment states the golden answer's own anchors (a resolved date, a computed count)."""
         own = frozenset().union(*anchors_of(self.answer_tokens).values()) - self.evidence_tokens if self.answer_tokens \
@@ -245,6 +253,8 @@ class FactProbe:
             # runner beans at her allotment" for "Garden update: the runner beans are in"), is this
             # fact even when a paraphrase kept none of the evidence's other words
             support = max(support, self.question_support(segment))
+            if self._says_nothing_else(fact, segment):
+                support = max(support, self.need)
         support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
         if self.mode == "answer":
             recall = token_recall(self.answer_tokens, segment.tokens) if self.answer_tokens else 1.0
