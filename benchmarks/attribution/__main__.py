@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--cases", nargs="+", type=int, help="only these case numbers (1-based, as in the data)")
     build.add_argument("--top-k", type=int, default=10)
     build.add_argument("--quiet", action="store_true", help="no line per case")
+    build.add_argument("--locomo", type=Path, help="the LoCoMo file that conversations taken by reference read "
+                       "(default: ../shared/data/locomo/locomo10.json beside the repository, or $MEMTRACE_SHARED_DIR)")
     score = commands.add_parser("score", help="ETA/OIA and the misses of attribution outputs on a build")
     score.add_argument("build", type=Path, help="a folder written by `build`")
     score.add_argument("outputs", nargs="*", type=Path, help="run_error_attribution.py output files")
@@ -52,10 +54,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _list() -> int:
-    from benchmarks.attribution.data import load_benchmark
+    from benchmarks.attribution.data import BenchmarkError, load_benchmark
 
     for path in sorted(DATA_DIR.glob("*.json")):
-        bench = load_benchmark(path)
+        try:
+            bench = load_benchmark(path)
+        except BenchmarkError as exc:  # e.g. a benchmark that reads LoCoMo on a machine without it
+            print(f"{path.stem:<6}    - cases  not loadable here: {exc}")
+            continue
         print(f"{bench.name:<6}{len(bench.cases):>5} cases  {bench.description}")
     return 0
 
@@ -64,7 +70,7 @@ def _build(args: argparse.Namespace) -> int:
     from benchmarks.attribution.build import MANIFEST, build_benchmark
     from benchmarks.attribution.data import load_benchmark
 
-    bench = load_benchmark(_data_path(args.benchmark))
+    bench = load_benchmark(_data_path(args.benchmark), locomo=args.locomo)
     report = build_benchmark(bench, args.out, splits=args.splits, numbers=args.cases, top_k=args.top_k,
                              progress=None if args.quiet else print)
     reasons: dict[str, int] = {}

@@ -13,6 +13,7 @@ annotation each) plus ``attribution_manifest.json`` (the cases kept, the cases d
 
 from __future__ import annotations
 
+import functools
 import random
 import tempfile
 import zlib
@@ -60,23 +61,30 @@ class _Builder:
         trajectory = conv.trajectory()
         seed = zlib.crc32(f"{self.bench.name}:{case.split}:{case.conversation}:{tag}".encode())
         make_layer = type(faults[0]).make_layer if faults else fault_class(case.split).make_layer  # type: ignore[attr-defined]
+        if case.split == "mem0" and conv.memories:  # the memory LLM's rewordings of the table's messages
+            make_layer = functools.partial(make_layer, memories=conv.memory_table())
         with tempfile.TemporaryDirectory(prefix="attribution-layer-") as tmp, seeded_uuid4(random.Random(seed)):
             layer = make_layer(trajectory.id, str(Path(tmp) / trajectory.id), faults)
             try:
                 return run_pipeline(layer, trajectory, qas, injector=FaultSet(faults), top_k=self.top_k,
-                                    reader=self._reader(conv),
+                                    reader=self._reader(conv, case.split),
                                     graph_metadata={"save_dir": f"memory/{case.split}/{trajectory.id}",
                                                     "traced_data_save_dir": "traced_data"})
             finally:
                 layer.cleanup()
 
-    def _reader(self, conv: Conversation) -> Any:
-        """The benchmark's answer model (None: faultbench's extractive reader)."""
+    def _reader(self, conv: Conversation, split: str) -> Any:
+        """The benchmark's answer model (None: faultbench's extractive reader).
+
+        On the Mem0 split a message of the paraphrase table reaches the store as its memory texts,
+        so the reader's key for it is the memory text that states the answer.
+        """
         if self.bench.reader != "evidence":
             return None
         texts = [text for _id, _who, text, _time in conv.messages()]
+        memories = conv.memories if split == "mem0" else {}
         questions = {q["question"].strip(): q for q in conv.questions.values()}
-        return EvidenceReader(keys={text: evidence_keys(q, texts) for text, q in questions.items()},
+        return EvidenceReader(keys={text: evidence_keys(q, texts, memories) for text, q in questions.items()},
                               answers={text: conv.qa(q["key"]).golden_answers[0] for text, q in questions.items()})
 
     def _clean_run(self, case: Case) -> PipelineRun:

@@ -11,6 +11,13 @@ kind (``extraction``, ``update``, ``deletion``, ``retrieval``, ``response``), a 
 and the ``site`` (the layer's op that does it), plus the plan's own texts (see
 :class:`FaultPlan`). Message ids are ``<conversation>:D<session>:<n>`` with ``n`` counted over
 the whole conversation, question ids ``<conversation>-qa-<key>``.
+
+A conversation may also carry ``memories``, a paraphrase table: message (its number, or
+``D<session>:<turn>`` counted from 1 in the file's sessions) → the memory texts a careful memory
+LLM writes for it (third person, resolved dates, merged or split facts). The Mem0 split's fact
+extraction returns those texts for that message instead of copying its sentences, and the
+evidence reader and the faults read them there (:mod:`.build`, :mod:`.faults`). A conversation
+may name a LoCoMo sample instead of holding its turns (:mod:`.locomo`).
 """
 
 from __future__ import annotations
@@ -78,6 +85,13 @@ class Conversation:
     id: str
     sessions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     questions: dict[str, dict[str, Any]]
+    memories: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Message number → the memory texts the Mem0 extraction writes for it (the paraphrase table)."""
+
+    def memory_table(self) -> dict[str, list[str]]:
+        """Message text → its memory texts, as ``Mem0FakeBrain(memories=...)`` reads them."""
+        texts = [text for _id, _who, text, _time in self.messages()]
+        return {texts[n - 1].strip(): list(memories) for n, memories in self.memories.items()}
 
     def messages(self) -> list[tuple[str, str, str, str]]:
         """``(id, speaker, text, time)`` of every message, in order."""
@@ -158,7 +172,38 @@ def _conversation(record: Any, where: str) -> Conversation:
         if not evidence or any(not isinstance(n, int) or not 1 <= n <= count for n in evidence):
             raise BenchmarkError(f"{at}: field 'evidence' must name messages 1..{count}")
         questions[key] = q
-    return Conversation(id=conv_id, sessions=tuple(sessions), questions=questions)
+    memories = _memories(record.get("memories") or {}, sessions, f"{where} field 'memories'")
+    return Conversation(id=conv_id, sessions=tuple(sessions), questions=questions, memories=memories)
+
+
+def _message_number(key: str, sessions: list[tuple[str, tuple[tuple[str, str], ...]]], where: str) -> int:
+    count = sum(len(t) for _s, t in sessions)
+    if key.isdigit() and 1 <= int(key) <= count:
+        return int(key)
+    session, _sep, turn = key.removeprefix("D").partition(":")
+    if key.startswith("D") and session.isdigit() and turn.isdigit() and 1 <= int(session) <= len(sessions) \
+            and 1 <= int(turn) <= len(sessions[int(session) - 1][1]):
+        return sum(len(t) for _s, t in sessions[:int(session) - 1]) + int(turn)
+    raise BenchmarkError(f"{where}: key {key!r} names no message (a number 1..{count} or D<session>:<turn>)")
+
+
+def _memories(raw: Any, sessions: list[tuple[str, tuple[tuple[str, str], ...]]],
+              where: str) -> dict[int, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise BenchmarkError(f"{where}: must map a message to a list of memory texts")
+    texts = [text.strip() for _time, turns in sessions for _who, text in turns]
+    table: dict[int, tuple[str, ...]] = {}
+    for key, memories in raw.items():
+        number = _message_number(str(key), sessions, where)
+        if not isinstance(memories, list) or not memories or not all(isinstance(m, str) and m.strip()
+                                                                     for m in memories):
+            raise BenchmarkError(f"{where}: message {key!r} needs a non-empty list of memory texts")
+        if texts.count(texts[number - 1]) > 1:  # the extraction knows a message by its text only
+            raise BenchmarkError(f"{where}: message {key!r} says what another message says word for word")
+        if number in table:
+            raise BenchmarkError(f"{where}: message {key!r} is given twice")
+        table[number] = tuple(m.strip() for m in memories)
+    return table
 
 
 def _fault(record: Any, where: str) -> FaultPlan:
@@ -199,8 +244,8 @@ def _case(number: int, record: Any, conversations: dict[str, Conversation], wher
                 origin=str(record.get("origin", "")))
 
 
-def load_benchmark(path: str | Path) -> Benchmark:
-    """Read and check a benchmark data file.
+def load_benchmark(path: str | Path, *, locomo: str | Path | None = None) -> Benchmark:
+    """Read and check a benchmark data file (``locomo``: the LoCoMo file its references read).
 
     Raises:
         BenchmarkError: the file is missing, not JSON, or a record lacks a field (the message names them).
@@ -214,9 +259,12 @@ def load_benchmark(path: str | Path) -> Benchmark:
         raise BenchmarkError(f"{path}: not JSON ({exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise BenchmarkError(f"{path}: field 'format' must be {FORMAT!r}")
+    from benchmarks.attribution.locomo import resolve_locomo
+
     conversations = {}
     for i, record in enumerate(_need(raw, "conversations", list, str(path))):
-        conv = _conversation(record, f"{path}: conversation {i}")
+        where = f"{path}: conversation {i}"
+        conv = _conversation(resolve_locomo(record, where, locomo) if isinstance(record, dict) else record, where)
         conversations[conv.id] = conv
     cases = tuple(_case(i, record, conversations, f"{path}: case {i}")
                   for i, record in enumerate(_need(raw, "cases", list, str(path)), start=1))

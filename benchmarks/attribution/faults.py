@@ -11,6 +11,9 @@ Long-Context behaviours the real layer lacks are emulated here, as small as poss
   fault only watches for the update that pushes the fact line out (the label);
 * ``compact`` — the update at message ``after`` replaces the lines of the ``span`` messages by
   the plan's summary (the real layer never summarises).
+
+On Mem0, a message of the conversation's paraphrase table is held by its memory texts, not its
+sentences: a plan's ``holds`` and edits name words of those texts.
 """
 
 from __future__ import annotations
@@ -183,10 +186,10 @@ def _planned_class(split: str) -> type[Fault]:
 _CLASSES: dict[str, type[Fault]] = {}
 
 
-def _stating(text: str, answers: list[str]) -> list[str]:
+def _stating(units: list[str], answers: list[str]) -> list[str]:
     tokens = content_tokens(" ".join(answers))
-    hits = [s for s in message_sentences(text) if token_recall(tokens, content_tokens(s)) >= DEFAULT_ANSWER_THRESHOLD]
-    return hits or message_sentences(text)
+    hits = [s for s in units if token_recall(tokens, content_tokens(s)) >= DEFAULT_ANSWER_THRESHOLD]
+    return hits or units
 
 
 def planned_fault(case: Case, conversation: Conversation, qa: Any, trajectory: Any) -> Fault:
@@ -201,8 +204,9 @@ def planned_fault(case: Case, conversation: Conversation, qa: Any, trajectory: A
         sentences = plan.holds
     elif plan.edits and all(old for old, _new in plan.edits):
         sentences = tuple(old for old, _new in plan.edits if old)
-    else:
-        sentences = tuple(_stating(fact.content, list(qa.metadata["answer_parts"])))
+    else:  # on Mem0 a message of the paraphrase table is held by its memory texts, not its sentences
+        units = conversation.memories.get(number) if case.split == "mem0" else None
+        sentences = tuple(_stating(list(units or message_sentences(fact.content)), list(qa.metadata["answer_parts"])))
     speakers = list(dict.fromkeys(m.name for m in messages))
     target = Target(qa=qa, fact=fact, fact_index=number - 1, answer_tokens=frozenset(content_tokens(
         " ".join(qa.metadata["answer_parts"]))), fact_sentences=sentences, speaker=fact.name,

@@ -6,7 +6,10 @@ mem0 1.0.5 sends two kinds of requests per message:
   message `Input:\nuser: <content>\n`. The fake splits the message text into sentences and keeps
   up to `max_facts` statements (no questions, at least three content words), each prefixed with
   the speaker name found in the content's metadata suffix. The reply is fenced (```json ... ```),
-  so mem0's code-block removal is exercised.
+  so mem0's code-block removal is exercised. A message whose content (the text before the
+  metadata suffix) has an entry in `memories` gets that entry's texts as its facts, verbatim:
+  a caller that knows how a real memory LLM would reword a message (third person, resolved
+  dates, merged or split facts) puts those rewordings there.
 * update decision: one user message holding the existing memories and the new facts in
   triple-backtick blocks. For each fact the fake finds the unused existing memory with the highest
   word overlap (overlap coefficient over stemmed content words, speaker prefix ignored):
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from membase.clients.fake import FunctionChatModel
@@ -46,9 +50,11 @@ def _body(fact: str) -> str:
 class Mem0FakeBrain:
     """Reply function of the fake (`fn(messages, **kwargs) -> str`)."""
 
-    def __init__(self, *, max_facts: int = 3, update_threshold: float = 0.5) -> None:
+    def __init__(self, *, max_facts: int = 3, update_threshold: float = 0.5,
+                 memories: Mapping[str, Sequence[str]] | None = None) -> None:
         self.max_facts = max_facts
         self.update_threshold = update_threshold
+        self.memories = {k.strip(): list(v) for k, v in (memories or {}).items()}
 
     def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
         """Answer one mem0 request: fact extraction when it opens with a system prompt, else the update decision."""
@@ -67,6 +73,8 @@ class Mem0FakeBrain:
         speaker_match = _SPEAKER_RE.search(text)
         speaker = speaker_match.group("name").strip() if speaker_match else ""
         content = text.split(METADATA_MARKER, 1)[0].strip()
+        if content in self.memories:
+            return "```json\n" + json.dumps({"facts": self.memories[content]}) + "\n```"
         facts = []
         for sentence in _SENTENCE_RE.split(content):
             sentence = sentence.strip()
@@ -121,9 +129,10 @@ class Mem0FakeBrain:
 
 
 def make_mem0_fake(
-    *, max_facts: int = 3, update_threshold: float = 0.5, model: str = "mem0-fake"
+    *, max_facts: int = 3, update_threshold: float = 0.5, model: str = "mem0-fake",
+    memories: Mapping[str, Sequence[str]] | None = None,
 ) -> FunctionChatModel:
     """Build the fake as a `FunctionChatModel` (same `complete(...)` interface as `ChatClient`)."""
     return FunctionChatModel(
-        Mem0FakeBrain(max_facts=max_facts, update_threshold=update_threshold), model=model
+        Mem0FakeBrain(max_facts=max_facts, update_threshold=update_threshold, memories=memories), model=model
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from toolkits.faultbench._corrupt import merge_texts
@@ -37,8 +37,13 @@ class Mem0Fault(Fault):
     _index = -1
 
     @staticmethod
-    def make_layer(user_id: str, save_dir: str, faults: list[Fault]) -> Any:
-        """Mem0 with the fake model (its replies passed through ``faults``), the fake embedder, in-memory qdrant."""
+    def make_layer(user_id: str, save_dir: str, faults: list[Fault], *,
+                   memories: Mapping[str, Sequence[str]] | None = None) -> Any:
+        """Mem0 with the fake model (its replies passed through ``faults``), the fake embedder, in-memory qdrant.
+
+        ``memories`` maps a message's content to the facts the fake extracts from it instead of its
+        sentences (the rewordings a real memory LLM would write; see ``Mem0FakeBrain``).
+        """
         from membase.clients.fake import FunctionChatModel
         from membase.layers.mem0 import Mem0Config, Mem0Layer
         from membase.layers.mem0_fake import Mem0FakeBrain
@@ -46,7 +51,7 @@ class Mem0Fault(Fault):
 
         # More facts per message and fewer merges than the fake's defaults: the clean run should keep
         # most facts, so that the faults, not the fake, decide which answers fail.
-        brain = Mem0FakeBrain(max_facts=6, update_threshold=0.8)
+        brain = Mem0FakeBrain(max_facts=6, update_threshold=0.8, memories=memories)
         config = Mem0Config(user_id=user_id, save_dir=save_dir, llm_provider="fake", llm_model="mem0-fake",
                             embedder_provider="fake", embedding_model_dims=256, qdrant_path=":memory:",
                             custom_fact_extraction_prompt=MEM0_FACT_EXTRACTION_PROMPT,
