@@ -44,6 +44,7 @@ class Outcome:
     """One memory text judged against one question."""
 
     item: str
+    split: str
     question: str
     golden: str
     text: str
@@ -90,7 +91,8 @@ def measure(conversations: Sequence[dict[str, Any]], *, judge: str = "rules", em
                                           embedder=embedder)
             for memory in item["memories"]:
                 verdict = verdicts.assess(memory["text"])
-                out.append(Outcome(item=item["id"], question=item["question"], golden=item["golden"],
+                out.append(Outcome(item=item["id"], split=conversation.get("split", "dev"), question=item["question"],
+                                   golden=item["golden"],
                                    text=memory["text"], label=memory["label"], kind=memory["kind"],
                                    present=verdict.present, why=verdict.why))
     return out
@@ -110,7 +112,7 @@ def rates(outcomes: Sequence[Outcome]) -> dict[str, dict[str, tuple[int, int]]]:
 
 def _print_table(name: str, outcomes: Sequence[Outcome]) -> None:
     table = rates(outcomes)
-    print(f"\n## judge: {name}")
+    print(f"\n## judge {name}")
     for label, reading in (("faithful", "read as present"), ("corrupted", "read as not present")):
         right, total = table[label]["all"]
         print(f"{label}: {right}/{total} {reading} ({right / total:.3f})" if total else f"{label}: none")
@@ -138,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--judge", nargs="+", choices=("rules", "embedding"), default=["rules", "embedding"],
                         help="judges to measure (embedding needs the local extra; skipped without it)")
     parser.add_argument("--misses", action="store_true", help="list every memory the judge reads wrongly")
+    parser.add_argument("--split", choices=("dev", "held-out"), default=None,
+                        help="measure one split only (default: each split, then both)")
     args = parser.parse_args(argv)
     try:
         conversations = load_pairs(args.pairs)
@@ -149,7 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "embedding" and embedder is None:
             continue
         outcomes = measure(conversations, judge=name, embedder=embedder)
-        _print_table(name, outcomes)
+        splits = [args.split] if args.split else [*sorted({o.split for o in outcomes}), "all"]
+        for split in splits:
+            _print_table(f"{name}, {split}", [o for o in outcomes if split in ("all", o.split)])
+        outcomes = [o for o in outcomes if args.split in (None, o.split)]
         if args.misses:
             for o in outcomes:
                 if not o.right:
