@@ -17,6 +17,7 @@ from annotation_interface import cli as annotation_cli
 from annotation_interface import export as annotation_export
 from membase import cli as membase_cli
 from membase.datasets import gold_points
+from toolkits.attribution import cli as attribution_cli
 from toolkits.optimization import command as optimization_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,6 +130,31 @@ def test_membase_evaluate_on_search_results_of_the_wrong_shape(tmp_path, capsys,
     line = _fails(capsys, membase_cli.main, argv, fragment)
     assert str(results) in line
     assert not (tmp_path / "results_evaluation.json").exists()
+
+
+# -- run_error_attribution.py --verify replay --------------------------------------------------------
+
+
+def test_replay_of_records_from_another_run_is_one_error_line(tmp_path, capsys, locomo_path):
+    """A run folder (its manifest) and a --from output whose records name a trajectory the run never had."""
+    run = tmp_path / "run"
+    run.mkdir()
+    manifest = {"format": "membase-run-v1", "layer_type": "NaiveRAG", "memory_config": {"deferred": True},
+                "dataset": str(locomo_path), "dataset_type": "LoCoMo", "start_idx": 0, "end_idx": 1,
+                "top_k": 10, "qa_model": "fake:x", "judge_model": "fake:x", "metrics": ["f1"],
+                "results_file": "memory/10_0_1_evaluation.json"}
+    (run / "replay_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"results": [{
+        "query_id": "q-1", "graph_path": "bench/rag/elsewhere.json",
+        "error_attribution_result": {"error_type": "RetrievalError", "op_id": "op-1", "reason": "r"}}]}),
+        encoding="utf-8")
+    out = tmp_path / "verified.json"
+    line = _fails(capsys, attribution_cli.main,
+                  [run, "--output-path", out, "--exploration-strategy", "evidence_flow", "--no-progress",
+                   "--verify", "replay", "--from", other, "--replay-offline"],
+                  "--verify replay: trajectory 'rag' is not in the run's dataset slice")
+    assert f"--from {str(other)!r}" in line and not out.exists()
 
 
 # -- run_optimization.py ------------------------------------------------------------------------------

@@ -286,12 +286,18 @@ def _finish(args: argparse.Namespace, sink: _FinishedCases, costs: Any, write: C
 
 def _verify(args: argparse.Namespace, output_json: dict[str, Any], write: Callable[[dict[str, Any]], str | None]) -> int:
     """Replay every attributed case with its blamed op repaired; the output gains the verdicts."""
+    from membase.replay import ReplayDataMissing
     from toolkits.replay_verify import replay_line, verify_output
 
     output = Path(args.output_path)
     progress = (lambda line: print(line, file=sys.stderr)) if args.progress else None
     try:
         verify_output(args, output_json, output.with_name(output.name + ".replay.jsonl"), progress)
+    except ReplayDataMissing as exc:  # e.g. --from records attributed on another run than dataset_dir
+        hint = (f"were the records of --from {args.from_output!r} attributed on the run folder {args.dataset_dir!r}?"
+                if args.from_output else f"the attribution without replay verdicts is in {args.output_path}")
+        print(f"error: --verify replay: {exc}; {hint}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"interrupted: the attribution is in {args.output_path}; finished replays are kept beside it — "
               "rerun the same command to replay the rest", file=sys.stderr)
