@@ -96,3 +96,15 @@ def test_a_terse_memory_of_an_answer_only_its_message_states_keeps_it():
     assert not judge.assess("Ines took her cat to the vet").present
     assert not judge.assess("Tomas is a vet").present
     assert not judge.assess("Ines works at the city zoo").present
+
+
+def test_an_ordinal_is_its_number():
+    # Memory models write dates as "June 9th" and ages as "her 5th birthday": the same number as
+    # "9 June" and "turns 5".
+    chat = _chat(("Tomas", "Any news?"), ("Ines", "My nephew Leo turns 5 on 9 June, we're planning a picnic."))
+    age = conversation_judge(chat, evidence=[1], question="How old is Leo turning?", golden="5")
+    assert age.assess("Leo's 5th birthday is on June 9th; Ines is planning a picnic").present
+    assert not age.assess("Leo's 6th birthday is on June 9th; Ines is planning a picnic").present
+    day = conversation_judge(chat, evidence=[1], question="When is Leo's birthday?", golden="9 June")
+    assert day.assess("Ines's nephew Leo turns five on June 9th").present
+    assert not day.assess("Ines's nephew Leo turns five on June 19th").present

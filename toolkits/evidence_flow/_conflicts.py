@@ -255,11 +255,16 @@ def _near(sequence: Sequence[str], first: str, second: str, reach: int = 2) -> b
 
 def bound_alike(answer: Sequence[str], fact: Sequence[str], segment: Sequence[str]) -> bool:
     """A number of the answer and the word it counts ("2 miles") are next to each other in the
-    segment whenever they are in the fact ("3 miles each time" with "2 dogs" is another number)."""
+    segment whenever they are in the fact ("3 miles each time" with "2 dogs" is another number);
+    a day may follow its month."""
     for first, second in zip(answer, answer[1:], strict=False):
         if first.isdigit() == second.isdigit():
             continue
         if _near(fact, first, second) and not _near(segment, first, second):
+            # a day and its month are one date in either order ("9 June", "June 9th")
+            word = second if first.isdigit() else first
+            if "month" in anchors_of((word,)) and _near(segment, second, first):
+                continue
             return False
     return True
 

@@ -93,9 +93,14 @@ def content_tokens(text: str) -> frozenset[str]:
     return frozenset(token_sequence(text))
 
 
+# "4th", "22nd": the number an ordinal names ("March 4th" is "4 March", "her 7th birthday" she turns 7)
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
+
+
 def token_sequence(text: str) -> list[str]:
-    """The normalised content tokens of ``text`` in order (see :func:`content_tokens`)."""
-    return content_words(text)
+    """The normalised content tokens of ``text`` in order (see :func:`content_tokens`); an ordinal
+    is its number."""
+    return [_ORDINAL.sub(r"\1", token) for token in content_words(text)]
 
 
 def token_recall(probe: Iterable[str], tokens: Iterable[str]) -> float:
