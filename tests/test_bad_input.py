@@ -17,8 +17,10 @@ from annotation_interface import cli as annotation_cli
 from annotation_interface import export as annotation_export
 from membase import cli as membase_cli
 from membase.datasets import gold_points
+from toolkits import retrieval_cli
 from toolkits.attribution import cli as attribution_cli
 from toolkits.optimization import command as optimization_command
+from toolkits.report import cli as report_cli
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTBENCH = REPO / "examples" / "faultbench"
@@ -130,6 +132,48 @@ def test_membase_evaluate_on_search_results_of_the_wrong_shape(tmp_path, capsys,
     line = _fails(capsys, membase_cli.main, argv, fragment)
     assert str(results) in line
     assert not (tmp_path / "results_evaluation.json").exists()
+
+
+# -- run_error_attribution.py, eval_retrieval_performance.py, generate_report.py ---------------------
+
+
+def _attribute(out: Path, *flags: object) -> list:
+    return [FAULTBENCH, "rag", "--output-path", out, "--exploration-strategy", "evidence_flow", "--no-progress",
+            "--bootstrap-samples", "0", *flags]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--api-config-path", "{tmp}/missing.json"], "--api-config-path '{tmp}/missing.json': no such file"),
+        (["--api-config-path", "{tmp}"], "--api-config-path '{tmp}': is a folder, not a JSON file"),
+        (["--embedding-cache-dir", "{file}"], "argument --embedding-cache-dir: '{file}' is a file, not a folder"),
+    ],
+    ids=["api-config-missing", "api-config-a-folder", "embedding-cache-a-file"],
+)
+def test_attribution_named_files_that_cannot_serve(tmp_path, capsys, a_file, flags, fragment):
+    """evidence_flow needs neither credentials nor embeddings, so these ran before without a word."""
+    out = tmp_path / "attr.json"
+    def fill(text: str) -> str:
+        return text.format(tmp=tmp_path, file=a_file)
+
+    _fails(capsys, attribution_cli.main, _attribute(out, *map(fill, flags)), fill(fragment))
+    assert not out.exists()
+
+
+def test_retrieval_embedding_cache_that_is_a_file(capsys, a_file):
+    _fails(capsys, retrieval_cli.main, [FAULTBENCH, "rag", "--retrieval-type", "dense", "--embedding-provider",
+                                        "hashing", "--embedding-cache-dir", a_file],
+           f"argument --embedding-cache-dir: {str(a_file)!r} is a file, not a folder")
+
+
+def test_report_otel_endpoint_that_is_no_url(tmp_path, capsys):
+    results = tmp_path / "attr.json"
+    results.write_text(json.dumps({"results": []}), encoding="utf-8")
+    _fails(capsys, report_cli.main, ["--data-path", results, "--save-folder", tmp_path / "report", "--no-llm",
+                                     "--otel-endpoint", "localhost:4318"],
+           "--otel-endpoint must be an http:// or https:// URL")
+    assert not (tmp_path / "report").exists()
 
 
 # -- run_error_attribution.py --verify replay --------------------------------------------------------

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from membase.utils.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
+from membase.utils.argtypes import (
+    non_negative_float,
+    non_negative_int,
+    output_folder,
+    positive_float,
+    positive_int,
+)
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
 __all__ = [
@@ -53,7 +59,8 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--embedding-api-key", default=None)
     group.add_argument("--embedding-batch-size", type=positive_int, default=16)
     group.add_argument(
-        "--embedding-cache-dir", default=None, help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)"
+        "--embedding-cache-dir", type=output_folder, default=None,
+        help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)",
     )
 
 

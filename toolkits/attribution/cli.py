@@ -9,6 +9,7 @@ What a run does lives in :mod:`toolkits.attribution.session`; the output it writ
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -153,6 +154,10 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     args = parser.parse_args(argv)
     if not args.output_path.endswith(".json"):
         parser.error(f"--output-path must end in .json, got {args.output_path!r}")
+    if args.api_config_path is not None and not os.path.isfile(args.api_config_path):
+        # checked for every strategy: evidence_flow needs no key, but a named file that is missing is a mistake
+        what = "is a folder, not a JSON file" if os.path.isdir(args.api_config_path) else "no such file"
+        parser.error(f"--api-config-path {args.api_config_path!r}: {what}")
     try:
         return run_attribution(parser, args, model_factory)
     except AttributionInputError as exc:

@@ -112,6 +112,8 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
         parser.error(f"--examples-per-op must be >= 0, got {args.examples_per_op}")
     if not args.viewer_url.startswith(("http://", "https://")):
         parser.error(f"--viewer-url must start with http:// or https://, got {args.viewer_url!r}")
+    if args.otel_endpoint is not None and not args.otel_endpoint.startswith(("http://", "https://")):
+        parser.error(f"--otel-endpoint must be an http:// or https:// URL (OTLP/HTTP), got {args.otel_endpoint!r}")
     if args.studio_url:
         warnings.warn("--studio-url is accepted for compatibility but Studio forwarding is not implemented", stacklevel=1)
     try:
