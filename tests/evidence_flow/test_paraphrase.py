@@ -108,3 +108,18 @@ def test_an_ordinal_is_its_number():
     day = conversation_judge(chat, evidence=[1], question="When is Leo's birthday?", golden="9 June")
     assert day.assess("Ines's nephew Leo turns five on June 9th").present
     assert not day.assess("Ines's nephew Leo turns five on June 19th").present
+
+
+def test_a_hedge_of_the_answer_is_not_the_answer():
+    # "every", "around" qualify a golden answer: "on Friday nights" keeps "every Friday night",
+    # "about 40 minutes" keeps "around 40 minutes"; the day and the number are still needed.
+    chat = _chat(("Tomas", "Still doing the quiz?"),
+                 ("Ines", "Yes, the pub quiz team meets every Friday night, the drive there takes around 40 minutes."))
+    when = conversation_judge(chat, evidence=[1], question="When does Ines's pub quiz team meet?",
+                              golden="every Friday night")
+    assert when.assess("Ines's pub quiz team meets on Friday nights").present
+    assert not when.assess("Ines's pub quiz team meets on Monday nights").present
+    long = conversation_judge(chat, evidence=[1], question="How long is the drive to Ines's pub quiz?",
+                              golden="around 40 minutes")
+    assert long.assess("The drive to Ines's pub quiz takes about 40 minutes").present
+    assert not long.assess("The drive to Ines's pub quiz takes about 25 minutes").present

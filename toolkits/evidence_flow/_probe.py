@@ -45,11 +45,13 @@ from ._facts import (
     segments,
 )
 from ._text import LIGHT_VERBS, stem, token_recall, token_sequence
+from ._wordlists import words
 
 __all__ = ["Assessment", "FactProbe"]
 
 _MAX_SCORE = 2.0
 _LIGHT_VERBS = frozenset(map(stem, LIGHT_VERBS))
+_HEDGES = frozenset(map(stem, words("hedges")))
 _CONFLICT_SCORE = 0.2
 _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0
@@ -143,6 +145,7 @@ class FactProbe:
             said_on: the days the evidence messages were sent.
         """
         names = names | frozenset(map(stem, names))  # compared with words and with tokens alike
+        answer_tokens = answer_tokens - _HEDGES or answer_tokens
         n = max(documents, 1)
         weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
         default_weight = math.log((n + 1) / 0.5)
@@ -156,7 +159,8 @@ class FactProbe:
                    names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
                    asked_kinds=asked_kinds(question),
-                   answer_sequence=tuple(token_sequence(golden)), rivals=list(rivals) if mode == "answer" else [],
+                   answer_sequence=tuple(t for t in token_sequence(golden) if t in answer_tokens),
+                   rivals=list(rivals) if mode == "answer" else [],
                    proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1,
                    said_on=tuple(said_on))
 
