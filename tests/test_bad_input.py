@@ -15,6 +15,7 @@ import pytest
 
 from annotation_interface import cli as annotation_cli
 from annotation_interface import export as annotation_export
+from benchmarks.attribution.__main__ import main as benchmark_main
 from membase import cli as membase_cli
 from membase.datasets import gold_points
 from toolkits import retrieval_cli
@@ -252,6 +253,26 @@ def test_gold_points_write_failure_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(io, "atomic_write_json", full_disk)
     line = _fails(capsys, gold_points.main, [tmp_path, "--output", tmp_path / "checks.json"], "cannot write --output")
     assert "No space left on device" in line
+
+
+# -- python -m benchmarks.attribution ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["build", "d", "{file}"], "argument out: {file!r} is a file, not a folder"),
+        (["build", "d", "{tmp}/out", "--cases", "99999"], "--cases 99999: benchmark d has cases 1.."),
+        (["build", "d", "{tmp}/out", "--top-k", "0"], "argument --top-k: expected an integer >= 1"),
+        (["score", "{tmp}", "--attribute", "{file}"], "argument --attribute: {file!r} is a file, not a folder"),
+    ],
+    ids=["build-into-a-file", "unknown-case", "top-k-0", "attribute-into-a-file"],
+)
+def test_attribution_benchmark_cli(tmp_path, capsys, a_file, argv, fragment):
+    """Before: a FileExistsError traceback, or an empty build that exited 0."""
+    _fails(capsys, benchmark_main, [a.format(tmp=tmp_path, file=str(a_file)) for a in argv],
+           fragment.format(file=str(a_file)))
+    assert not (tmp_path / "out").exists()
 
 
 # -- python -m annotation_interface.export and the launcher -------------------------------------------

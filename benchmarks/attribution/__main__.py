@@ -18,6 +18,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from membase.utils.argtypes import output_folder, positive_int
 
 __all__ = ["DATA_DIR", "main"]
 
@@ -29,6 +32,11 @@ def _data_path(name: str) -> Path:
     return path if path.suffix == ".json" or path.exists() else DATA_DIR / f"{name}.json"
 
 
+def _folder(text: str) -> Path:
+    """argparse type: an output folder (a file in its place is a usage error)."""
+    return Path(output_folder(text))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.attribution", description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -36,17 +44,18 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="the benchmarks kept as data, with their case counts")
     build = commands.add_parser("build", help="build a benchmark's graphs through the real layers, verified")
     build.add_argument("benchmark", help="a data file's stem in benchmarks/attribution/data (e.g. d) or a path")
-    build.add_argument("out", type=Path, help="output folder (MemTraceBench layout + attribution_manifest.json)")
-    build.add_argument("--splits", nargs="+", choices=("long_context", "rag", "mem0", "evermemos"))
-    build.add_argument("--cases", nargs="+", type=int, help="only these case numbers (1-based, as in the data)")
-    build.add_argument("--top-k", type=int, default=10)
+    build.add_argument("out", type=_folder, help="output folder (MemTraceBench layout + attribution_manifest.json)")
+    build.add_argument("--splits", nargs="+", choices=("long_context", "rag", "mem0", "evermemos"),
+                       help="only the cases of these memory systems (default: all)")
+    build.add_argument("--cases", nargs="+", type=positive_int, help="only these case numbers (1-based, as in the data)")
+    build.add_argument("--top-k", type=positive_int, default=10, help="memories retrieved per question (default: 10)")
     build.add_argument("--quiet", action="store_true", help="no line per case")
     build.add_argument("--locomo", type=Path, help="the LoCoMo file that conversations taken by reference read "
                        "(default: ../shared/data/locomo/locomo10.json beside the repository, or $MEMTRACE_SHARED_DIR)")
     score = commands.add_parser("score", help="ETA/OIA and the misses of attribution outputs on a build")
     score.add_argument("build", type=Path, help="a folder written by `build`")
     score.add_argument("outputs", nargs="*", type=Path, help="run_error_attribution.py output files")
-    score.add_argument("--attribute", type=Path, metavar="DIR",
+    score.add_argument("--attribute", type=_folder, metavar="DIR",
                        help="first run evidence_flow on every split into DIR and score those outputs")
     score.add_argument("--annotated", action="store_true",
                        help="with --attribute: start from the annotated evidence (--starting-nodes-type source_evidence)")
@@ -66,11 +75,24 @@ def _list() -> int:
     return 0
 
 
+def _check_selection(bench: Any, args: argparse.Namespace) -> None:
+    """``--cases``/``--splits`` that select nothing, or name a case the benchmark lacks, are input errors."""
+    numbers = {case.number for case in bench.cases}
+    unknown = sorted(set(args.cases or ()) - numbers)
+    if unknown:
+        raise ValueError(f"--cases {' '.join(map(str, unknown))}: benchmark {bench.name} has cases "
+                         f"{min(numbers, default=0)}..{max(numbers, default=0)}")
+    if not any((args.splits is None or case.split in args.splits) and (args.cases is None or case.number in args.cases)
+               for case in bench.cases):
+        raise ValueError(f"--splits/--cases select no case of benchmark {bench.name}")
+
+
 def _build(args: argparse.Namespace) -> int:
     from benchmarks.attribution.build import MANIFEST, build_benchmark
     from benchmarks.attribution.data import load_benchmark
 
     bench = load_benchmark(_data_path(args.benchmark), locomo=args.locomo)
+    _check_selection(bench, args)
     report = build_benchmark(bench, args.out, splits=args.splits, numbers=args.cases, top_k=args.top_k,
                              progress=None if args.quiet else print)
     reasons: dict[str, int] = {}
