@@ -112,3 +112,11 @@ def test_a_relative_word_beside_a_count_is_no_absolute_date():
     # dateparser reads "Yesterday 4" (from 1 January) as 31 December: a date names its own day
     assert text_dates("Yesterday 4 cousins drove up.", SUNDAY) == []
     assert text_dates("Tonight 9 of us eat on the 9th of June.", SUNDAY) == [date(2023, 6, 9)]
+
+
+def test_a_relative_time_is_read_in_a_sentence_of_several_pieces():
+    # dateparser's search_dates finds nothing at all in "I was in Bergen last week, the fish market
+    # was amazing." (one piece puzzles it), while it reads "last week" in the first piece alone
+    said = date(2024, 2, 12)
+    assert relative_points("I was in Bergen last week, the fish market was amazing.", said)
+    assert relative_points("Fun! I got back from Tallinn yesterday, the old town was lovely.", said)

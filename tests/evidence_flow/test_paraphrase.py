@@ -123,3 +123,14 @@ def test_a_hedge_of_the_answer_is_not_the_answer():
                               golden="around 40 minutes")
     assert long.assess("The drive to Ines's pub quiz takes about 40 minutes").present
     assert not long.assess("The drive to Ines's pub quiz takes about 25 minutes").present
+
+
+def test_a_relative_time_resolved_to_its_date_is_the_facts_own_words():
+    # Memory models resolve "yesterday" against the day it was said (EverMemOS does by design): the
+    # date stands for the fact's time words, so the fact's context is not short by them.
+    chat = _chat(("Tomas", "Where have you been hiding?"),
+                 ("Ines", "I flew home from Bergen yesterday, the fish market there was amazing."),
+                 ("Tomas", "I stayed home and painted the kitchen."), day="2024-02-12")
+    judge = conversation_judge(chat, evidence=[1], question="Which city did Ines visit?", golden="Bergen")
+    assert judge.assess("Ines flew back from Bergen on 11 February 2024").present
+    assert not judge.assess("Ines flew back from Bergen on 2 August 2021").present

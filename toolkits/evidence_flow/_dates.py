@@ -54,6 +54,8 @@ _DAY_NUMBER = re.compile(r"(?<![\d-])\d{1,2}(?![\d-])")
 _COUNTED_TIME = re.compile(r"\b\d+\s+(?:day|week|month|year)s?\s+ago\b|\bin\s+\d+\s+(?:day|week|month|year)s?\b(?!\s+ago)",
                            re.IGNORECASE)
 _NUMBER_WORD = re.compile(r"\S*\d\S*|\|")
+# where a sentence's pieces end: punctuation before a space or the end ("10:30" and "7.5" stay whole)
+_PIECE_END = re.compile(r"[,;:!?.](?=\s|$)")
 
 
 def _parse(text: str, settings: dict) -> date | None:
@@ -130,10 +132,15 @@ def relative_points(fact: str, said_on: date) -> tuple[tuple[date, str], ...]:
     base = datetime(said_on.year, said_on.month, said_on.day)
     for prefer in ("past", "future"):
         settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer}
-        for span, _ in search_dates(fact, languages=["en"], settings=settings) or ():
-            for relative in _relative_spans(span, said_on, settings):
-                if not all(len(word) <= _TOO_SHORT for word in relative.split()):
-                    points.update(_grained(relative, settings))
+        # piece by piece: search_dates finds nothing at all in a sentence where one piece puzzles it
+        # ("I was in Bergen last week, the fish market was amazing.")
+        for piece in _PIECE_END.split(fact):
+            if not piece.strip():
+                continue
+            for span, _ in search_dates(piece, languages=["en"], settings=settings) or ():
+                for relative in _relative_spans(span, said_on, settings):
+                    if not all(len(word) <= _TOO_SHORT for word in relative.split()):
+                        points.update(_grained(relative, settings))
     return tuple(sorted(points))
 
 

@@ -38,6 +38,7 @@ from datetime import date
 
 from ._assessment import Assessment
 from ._conflicts import first_conflict
+from ._dates import resolves_relative_time
 from ._facts import (
     Statement,
     anchors_of,
@@ -181,13 +182,25 @@ class FactProbe:
         return tokens or fact.tokens - self.names
 
     def support(self, fact: Statement, segment: Statement) -> float:
-        """Weighted share of the fact's distinctive tokens found in the segment."""
+        """Weighted share of the fact's distinctive tokens found in the segment (its relative-time
+        words count as found where the segment names the date they point to)."""
         key = self.support_tokens(fact)
         # sums over sorted tokens: the same in every process, whatever the hash seed
         total = math.fsum(self._weight(t) for t in sorted(key))
         if total <= 0:
             return 1.0
-        return math.fsum(self._weight(t) for t in sorted(key & segment.tokens)) / total
+        found = key & segment.tokens
+        times = (key - found) & _relative_time_tokens(fact)
+        if times and self._resolves(fact, segment):
+            found |= times
+        return math.fsum(self._weight(t) for t in sorted(found)) / total
+
+    def _resolves(self, fact: Statement, segment: Statement) -> bool:
+        """The segment names a date where a relative time of the fact points ("the week of 7 August
+        2023" for "last week" said on 14 August)."""
+        if not self.said_on or not any(ch.isdigit() for ch in segment.text):
+            return False
+        return any(resolves_relative_time(fact.text, segment.text, day) for day in self.said_on)
 
     def question_support(self, segment: Statement) -> float:
         """Weighted share of the question's own words (answer and person names aside) in the segment."""
@@ -323,6 +336,12 @@ class FactProbe:
             return "golden-answer tokens " + ", ".join(sorted(self.answer_tokens)) + (
                 f" with their context (support ≥ {self.need:.2f})" if self.need else "")
         return f"the distinctive content of {len(self.facts)} evidence statement(s)"
+
+
+def _relative_time_tokens(fact: Statement) -> frozenset[str]:
+    """The fact's words of a time relative to when it was said ("last", "week", "Tuesday", "yesterday")."""
+    anchors = fact.anchors
+    return anchors.get("relative", frozenset()) | anchors.get("unit", frozenset()) | anchors.get("weekday", frozenset())
 
 
 _TIME_KINDS = frozenset({"month", "weekday", "season", "relative", "unit", "number"})
