@@ -1,4 +1,4 @@
-"""Each of the twelve named conflict checks (toolkits/evidence_flow/_conflicts.py) on sentences
+"""Each of the thirteen named conflict checks (toolkits/evidence_flow/_conflicts.py) on sentences
 written for these tests: one that keeps the fact's words and changes its meaning the way the check
 covers (the check fires and names its kind) and one that keeps the meaning (it stays silent).
 
@@ -62,6 +62,12 @@ CASES = [
     ("replaced_anchor", "I baked 12 lemon tarts for the fair.", "I baked 20 lemon tarts for the fair.",
      "For the fair I baked 12 lemon tarts.", "number",
      dict(answer="12", question="How many lemon tarts did Ines bake?", speaker="ines")),
+    # a word of a longer answer replaced by one the evidence never says; a word of the evidence
+    # beside it (a clause told in another order) is no replacement
+    ("replaced_answer_word", "I found a lamp shaped like a tulip at the flea market.",
+     "I found a lamp shaped like a rocket at the flea market.",
+     "At the flea market I found a tulip-shaped lamp.", "answer word",
+     dict(answer="a lamp shaped like a tulip", question="What did Ines find at the flea market?", speaker="ines")),
     ("other_point_in_time", "We repainted the shed last Friday.", "We repainted the shed in March.",
      "We repainted the shed on 20 October 2023.", "date",
      dict(answer="the shed", question="What did Ines repaint?", speaker="ines", said_on=(SUNDAY,))),
@@ -80,7 +86,7 @@ CASES = [
 ]
 
 
-def test_the_twelve_checks_are_named_and_tried_in_the_declared_order():
+def test_the_thirteen_checks_are_named_and_tried_in_the_declared_order():
     assert [check.__name__ for check in CONFLICT_CHECKS] == [name for name, *_ in CASES]
 
 

@@ -134,3 +134,18 @@ def test_a_relative_time_resolved_to_its_date_is_the_facts_own_words():
     judge = conversation_judge(chat, evidence=[1], question="Which city did Ines visit?", golden="Bergen")
     assert judge.assess("Ines flew back from Bergen on 11 February 2024").present
     assert not judge.assess("Ines flew back from Bergen on 2 August 2021").present
+
+
+def test_a_replaced_word_of_a_longer_answer_is_a_conflict():
+    # Three of four answer words kept pass the answer's recall, but a word the evidence never says
+    # in the place of the fourth ("rocket" for "tulip", "vase" for "lamp") is another answer.
+    chat = _chat(("Tomas", "Find anything good?"),
+                 ("Ines", "I found a lamp shaped like a tulip at the flea market on Sunday."))
+    judge = conversation_judge(chat, evidence=[1], question="What did Ines find at the flea market?",
+                               golden="a lamp shaped like a tulip")
+    assert judge.assess("Ines found a tulip-shaped lamp at the flea market").present
+    assert judge.assess("Ines found a lamp shaped like a tulip at the Sunday flea market").present
+    for changed in ("Ines found a lamp shaped like a rocket at the flea market",
+                    "Ines found a vase shaped like a tulip at the flea market"):
+        verdict = judge.assess(changed)
+        assert not verdict.present and verdict.contradicts, changed

@@ -15,12 +15,13 @@ memory keeps the words and changes the meaning; the first that fires names the c
 6. ``polarity`` — the clause that speaks of the answer is negated in one and not the other;
 7. ``replaced_anchor`` — a number, month, weekday, season, relative-time word or time unit was
    replaced by another of the same kind;
-8. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
+8. ``replaced_answer_word`` — a word of a longer answer replaced by one the evidence never says;
+9. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
    written as the date it points to is the same time);
-9. ``other_proper_noun`` — a place, title or organisation replaced by another;
-10. ``opposite`` — an opposite in a word's place (:mod:`._meaning`);
-11. ``swapped`` — two names, numbers or things trading places (:mod:`._meaning`);
-12. ``answer_rebound`` — every word kept, the answer moved to other words (:mod:`._binding`).
+10. ``other_proper_noun`` — a place, title or organisation replaced by another;
+11. ``opposite`` — an opposite in a word's place (:mod:`._meaning`);
+12. ``swapped`` — two names, numbers or things trading places (:mod:`._meaning`);
+13. ``answer_rebound`` — every word kept, the answer moved to other words (:mod:`._binding`).
 
 Polarity, anchors and names are read in the sentence of each side that holds the most of the
 answer (for a run of sentences), so a negation elsewhere in a run does not count; people are
@@ -173,6 +174,27 @@ _VAGUE_TIMES = {"recently": frozenset({"yesterday", "ago", "last", "earlier"}),
                 "soon": frozenset({"tomorrow", "next", "later"})}
 
 
+def replaced_answer_word(c: ConflictCase) -> str | None:
+    """A word of a longer answer is missing and, beside the answer word that stood next to it, the
+    segment has a word the evidence never says ("a teapot shaped like an owl" for "... like a cat")."""
+    probe = c.probe
+    answer = probe.answer_sequence
+    if probe.mode != "answer" or len(answer) < 2:
+        return None
+    known = probe.evidence_tokens | probe.answer_tokens | probe.question_tokens | probe.names
+    text = token_sequence(c.seg_ref.text)
+    for i, word in enumerate(answer):
+        if word in c.segment.tokens:
+            continue
+        for j, side in ((i - 1, 1), (i + 1, -1)):
+            if not 0 <= j < len(answer):
+                continue
+            slots = [k + side for k, token in enumerate(text) if token == answer[j]]
+            if any(0 <= k < len(text) and text[k] not in known for k in slots):
+                return "answer word"
+    return None
+
+
 def other_point_in_time(c: ConflictCase) -> str | None:
     """A point in time replaced by one of another kind ("last Friday" -> "last weekend")."""
     fact_when = points_in_time(c.fact_anchors)
@@ -225,7 +247,7 @@ def answer_rebound(c: ConflictCase) -> str | None:
 #: The checks in the order they are tried (the module docstring says what each covers).
 CONFLICT_CHECKS: tuple[Callable[[ConflictCase], str | None], ...] = (
     other_people, other_speaker, other_agent, other_subject, number_moved, polarity, replaced_anchor,
-    other_point_in_time, other_proper_noun, opposite, swapped, answer_rebound,
+    replaced_answer_word, other_point_in_time, other_proper_noun, opposite, swapped, answer_rebound,
 )
 
 
