@@ -33,6 +33,7 @@ from typing import Any
 
 from smartcomment.schema.base import gc_paused
 
+from ._calibration import calibrate_to_seeds
 from ._case_facts import case_facts
 from ._evidence import EvidenceChoice, choose_evidence
 from ._evidence import resolve_given as _resolve_given
@@ -325,6 +326,7 @@ def _follow(view: GraphView, case: Any, query: NodeRec, question: str, golden: s
                                              answer_threshold=settings.answer_threshold,
                                              evidence_threshold=settings.evidence_threshold))
     settings.made.append(probe)
+    probe = calibrate_to_seeds(probe, [node_text(seed) for seed in choice.seeds])
     for note in choice.notes:
         trail.add("evidence", note=note)
     uncertain = f"; uncertain seed (confidence {choice.confidence:.2f}): {choice.uncertain}" if choice.uncertain else ""
