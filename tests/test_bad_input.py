@@ -224,6 +224,24 @@ def test_optimization_flags(tmp_path, capsys, a_file, locomo_path, flags, fragme
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--search-cache-dir", "{file}"], "argument --search-cache-dir: {file!r} is a file, not a folder"),
+        (["--targets", "top_k"], "--targets: only for --objective judge"),
+        (["--optimizer", "gepa", "--validation-gate"], "--optimizer gepa, --validation-gate: only for --objective judge"),
+    ],
+    ids=["search-cache-a-file", "targets", "gepa-and-gate"],
+)
+def test_parameter_loop_flags(tmp_path, capsys, a_file, rag_config, locomo_path, flags, fragment):
+    """Before: a NotADirectoryError traceback after the first build, or prompt-loop flags silently ignored."""
+    out = tmp_path / "opt"
+    argv = ["--config-path", rag_config, "--dataset-path", locomo_path, "--optimization-dir", out,
+            "--objective", "context_recall", "--no-progress", *(f.format(file=str(a_file)) for f in flags)]
+    _fails(capsys, optimization_command.main, argv, fragment.format(file=str(a_file)))
+    assert not out.exists()
+
+
 # -- python -m membase.datasets.gold_points -----------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from membase.utils.argtypes import non_negative_int
+from membase.utils.argtypes import non_negative_int, output_folder
 from smartcomment.runtime.errors import MemTraceError
 
 __all__ = ["add_arguments", "run_context_recall"]
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
                        "(default: %(default)s)")
     group.add_argument("--max-attributed-cases", type=positive_int, default=100,
                        help="missed questions attributed per round, a seeded sample (default: %(default)s)")
-    group.add_argument("--search-cache-dir", default=None,
+    group.add_argument("--search-cache-dir", type=output_folder, default=None,
                        help="embedding and layer-build cache (default: <optimization-dir>/cache)")
 
 
@@ -77,7 +77,18 @@ def run_context_recall(args: argparse.Namespace) -> int:
                 objective.close()
 
 
+def _judge_only_flags(args: argparse.Namespace) -> list[str]:
+    """Flags of the prompt loop that the parameter loop would silently ignore."""
+    given = (("--targets", args.targets is not None), ("--optimizer gepa", args.optimizer == "gepa"),
+             ("--validation-gate", args.validation_gate), ("--initial-prompts", args.initial_prompts is not None))
+    return [flag for flag, on in given if on]
+
+
 def _prepare(args: argparse.Namespace) -> dict[str, Any]:
+    conflicting = _judge_only_flags(args)
+    if conflicting:
+        raise _InputError(f"{', '.join(conflicting)}: only for --objective judge; --objective context_recall "
+                          "searches the layer's parameters (see --search)")
     try:
         import optuna  # noqa: F401
     except ImportError:
