@@ -149,3 +149,12 @@ def test_a_replaced_word_of_a_longer_answer_is_a_conflict():
                     "Ines found a vase shaped like a tulip at the flea market"):
         verdict = judge.assess(changed)
         assert not verdict.present and verdict.contradicts, changed
+
+
+def test_a_number_written_as_a_compound_word_is_its_number():
+    # "forty-five" is 45, not the two numbers 40 and 5.
+    chat = _chat(("Tomas", "How was the ride?"), ("Ines", "Brutal, I cycled 45 kilometres along the coast."))
+    judge = conversation_judge(chat, evidence=[1], question="How far did Ines cycle?", golden="45 kilometres")
+    assert judge.assess("Ines cycled forty-five kilometres along the coast").present
+    assert not judge.assess("Ines cycled forty-six kilometres along the coast").present
+    assert content_tokens("well-known twenty-one") == content_tokens("well known 21")
