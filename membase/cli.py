@@ -327,7 +327,8 @@ def _add_common(p: argparse.ArgumentParser, *, needs_layer: bool = True) -> None
     p.add_argument("--max-messages", type=positive_int, default=None,
                    help="cut each trajectory to its first N messages (questions whose evidence lies beyond are dropped)")
     p.add_argument("--output-dir", default="runs/membase", help="root of memories, results and graphs")
-    p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=True,
+                   help="record the execution graphs (default: on)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_fan_out(p)
 
@@ -351,7 +352,8 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 
 def _add_construct(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--num-workers", type=positive_int, default=1)
+    p.add_argument("--num-workers", type=positive_int, default=1,
+                   help="users built at the same time in threads of this process (default: 1)")
     p.add_argument("--rerun", action="store_true", help="rebuild users whose memory is saved")
     p.add_argument("--fail-fast", action="store_true", help="stop a user at its first failing message")
 
@@ -369,15 +371,17 @@ def _add_evaluate(p: argparse.ArgumentParser, *, standalone: bool) -> None:
                    help="keep no call cache (a later replay then pays for every call again)")
     p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=non_negative_int, default=3, help="retries of a failing model request")
-    p.add_argument("--qa-batch-size", type=positive_int, default=4)
-    p.add_argument("--judge-batch-size", type=positive_int, default=4)
+    p.add_argument("--qa-batch-size", type=positive_int, default=4,
+                   help="model calls answering questions at the same time, per user")
+    p.add_argument("--judge-batch-size", type=positive_int, default=4,
+                   help="model calls judging answers at the same time, per user")
     p.add_argument("--metrics", default=None, help="comma list of f1,bleu,llm_judge")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the CLI."""
     parser = argparse.ArgumentParser(prog="python -m membase", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("construct", help="build memories and graph_construction.json")
     _add_common(p)

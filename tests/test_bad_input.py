@@ -7,6 +7,8 @@ paths that raised a traceback after the work was done); what other test modules 
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +28,19 @@ from toolkits.report import cli as report_cli
 REPO = Path(__file__).resolve().parents[1]
 FAULTBENCH = REPO / "examples" / "faultbench"
 A_GRAPH = "evermemos/evermemos-locomo-5-1.json"  # a committed example graph with wrongly answered questions
+
+
+PARSERS = {
+    "run_error_attribution.py": "toolkits.attribution.cli:build_parser",
+    "generate_report.py": "toolkits.report.cli:build_parser",
+    "run_optimization.py": "toolkits.optimization.command:build_parser",
+    "eval_retrieval_performance.py": "toolkits.retrieval_cli:build_parser",
+    "python -m membase": "membase.cli:build_parser",
+    "python -m toolkits.faultbench": "toolkits.faultbench.__main__:_parser",
+    "python -m benchmarks.attribution": "benchmarks.attribution.__main__:_parser",
+    "python -m annotation_interface.export": "annotation_interface.export:build_parser",
+    "python -m annotation_interface": "annotation_interface.cli:build_parser",
+}
 
 
 def _exit_code(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
@@ -340,3 +355,31 @@ def test_launcher_refuses_a_folder_without_graphs(tmp_path, capsys, monkeypatch)
     line = _fails(capsys, annotation_cli.main, ["--data", tmp_path / "empty", "--output-path", tmp_path / "a.json"],
                   "the folder holds no graph JSON file")
     assert str(tmp_path / "empty") in line and started == []
+
+
+# -- --help explains every flag ---------------------------------------------------------------------------
+
+
+def _flags_without_help(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                missing += _flags_without_help(sub, f"{prefix}{name} ")
+        elif not (action.help or "").strip() and action.dest != "help":
+            missing.append(prefix + (action.option_strings[-1] if action.option_strings else action.dest))
+    return missing
+
+
+@pytest.mark.parametrize("command", sorted(PARSERS))
+def test_help_explains_every_flag(command):
+    module, factory = PARSERS[command].split(":")
+    parser = getattr(importlib.import_module(module), factory)()
+    assert _flags_without_help(parser) == []
+
+
+def test_the_help_check_sees_a_flag_without_help():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--explained", help="what it does")
+    parser.add_argument("--bare")
+    assert _flags_without_help(parser) == ["--bare"]

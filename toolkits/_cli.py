@@ -27,9 +27,13 @@ __all__ = [
 def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the reference's retrieval/embedding flags plus ours (provider, cache, algorithm)."""
     group = parser.add_argument_group("evidence retrieval")
-    group.add_argument("--retrieval-type", choices=RETRIEVAL_TYPES, default="hybrid")
-    group.add_argument("--starting-point-query-type", choices=QUERY_TYPES, default="query_with_golden_answer")
-    group.add_argument("--candidate-multiplier", type=positive_int, default=2)
+    group.add_argument("--retrieval-type", choices=RETRIEVAL_TYPES, default="hybrid",
+                       help="sparse: BM25; dense: embeddings; hybrid: both fused by reciprocal rank (default)")
+    group.add_argument("--starting-point-query-type", choices=QUERY_TYPES, default="query_with_golden_answer",
+                       help="the retrieval query: the question with the golden answer (default), alone, or with the "
+                       "wrong prediction")
+    group.add_argument("--candidate-multiplier", type=positive_int, default=2,
+                       help="hybrid: each retriever returns this many times the wanted hits before fusion (default: 2)")
     group.add_argument(
         "--retrieval-algorithm",
         choices=("ours", "reference"),
@@ -55,9 +59,10 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="requested embedding dimension on an endpoint, e.g. 2560 for Qwen3-Embedding-4B (default: native)",
     )
-    group.add_argument("--embedding-base-url", default=None)
-    group.add_argument("--embedding-api-key", default=None)
-    group.add_argument("--embedding-batch-size", type=positive_int, default=16)
+    group.add_argument("--embedding-base-url", default=None,
+                       help="OpenAI-compatible embedding endpoint, e.g. http://localhost:8008/v1")
+    group.add_argument("--embedding-api-key", default=None, help="key of --embedding-base-url")
+    group.add_argument("--embedding-batch-size", type=positive_int, default=16, help="texts per embedding request")
     group.add_argument(
         "--embedding-cache-dir", type=output_folder, default=None,
         help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)",

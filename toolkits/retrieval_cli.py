@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="eval_retrieval_performance.py", description="Recall@k of pseudo source-evidence retrieval on a MemTraceBench split (spec §10).")
     p.add_argument("dataset_dir", help="MemTraceBench folder holding <split>/*.json")
-    p.add_argument("split", choices=SPLITS)
-    p.add_argument("--k", type=positive_int, default=8)
+    p.add_argument("split", choices=SPLITS, help="benchmark split (the memory system)")
+    p.add_argument("--k", type=positive_int, default=8, help="ranked messages compared with the evidence (default: 8)")
     add_retrieval_arguments(p)
     p.add_argument("--output-path", default=None, help="also write the recall table as JSON")
     return p

@@ -56,28 +56,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--output-path", required=True, help="output JSON file (must end in .json)")
     p.add_argument("--sample-size", type=positive_int, default=None, help="number of graphs to sample (default: all)")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seed", type=int, default=42, help="seed of the --sample-size draw (default: %(default)s)")
     p.add_argument("--batch-size", type=positive_int, default=4, help="cases attributed concurrently")
-    p.add_argument("--provide-starting-nodes", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--provide-starting-nodes", action=argparse.BooleanOptionalAction, default=True,
+                   help="hand the agent evidence nodes to start tracing from (default: on)")
     p.add_argument(
-        "--starting-nodes-type", choices=("pseudo_source_evidence", "source_evidence"), default="pseudo_source_evidence"
+        "--starting-nodes-type", choices=("pseudo_source_evidence", "source_evidence"), default="pseudo_source_evidence",
+        help="pseudo_source_evidence: messages retrieved for the question (default); source_evidence: the annotated "
+        "evidence messages",
     )
-    p.add_argument("--use-system-prior", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--use-system-prior", action=argparse.BooleanOptionalAction, default=False,
+                   help="add the memory system's built-in description to the agent's prompt (default: off)")
     p.add_argument(
         "--custom-prior", default=None, help="prior knowledge replacing the built-in one (text, or a path to a text file)"
     )
     p.add_argument("--exploration-strategy", default="graph_search", help=f"one of {', '.join(STRATEGIES)} or a registered name")
-    p.add_argument("--model-name", default="gpt-4.1-mini")
-    p.add_argument("--temperature", type=non_negative_float, default=1.0)
-    p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--model-name", default="gpt-4.1-mini", help="chat model of the attribution agent (default: %(default)s)")
+    p.add_argument("--temperature", type=non_negative_float, default=1.0, help="sampling temperature (default: %(default)s)")
+    p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True,
+                   help="stream the model's replies (default: on)")
     p.add_argument("--max-tokens", type=positive_int, default=None, help="output-token cap per model call")
     p.add_argument("--llama-cpp-compat", action="store_true", help="workarounds for a llama.cpp server endpoint")
-    p.add_argument("--max-trace-nodes", type=positive_int, default=16)
-    p.add_argument("--max-iters", type=positive_int, default=200)
-    p.add_argument("--context-window", type=positive_int, default=272000)
-    p.add_argument("--max-context-limit", type=positive_int, default=1000000)
-    p.add_argument("--keep-recent", type=non_negative_int, default=3)
-    p.add_argument("--full-log-token-limit", type=positive_int, default=600000)
+    p.add_argument("--max-trace-nodes", type=positive_int, default=16,
+                   help="most nodes the graph agent keeps on its frontier (default: %(default)s)")
+    p.add_argument("--max-iters", type=positive_int, default=200, help="agent steps per case (default: %(default)s)")
+    p.add_argument("--context-window", type=positive_int, default=272000,
+                   help="tokens of conversation after which the agent's memory is compressed (default: %(default)s)")
+    p.add_argument("--max-context-limit", type=positive_int, default=1000000,
+                   help="hard cap in tokens on what compression keeps (graph agent; default: %(default)s)")
+    p.add_argument("--keep-recent", type=non_negative_int, default=3,
+                   help="latest message groups kept uncompressed (default: %(default)s)")
+    p.add_argument("--full-log-token-limit", type=positive_int, default=600000,
+                   help="token budget of the whole trace shown by the long_context strategy (default: %(default)s)")
     add_retrieval_arguments(p)
     p.add_argument(
         "--num-starting-points", type=non_negative_int, default=None, help="retrieved evidence nodes (default: max_trace_nodes // 2)"
@@ -90,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "each starting evidence's id and the operations touching it in the hint (default: content and time only)",
     )
     p.add_argument("--studio-url", default=None, help="accepted for compatibility; Studio forwarding is not implemented")
-    p.add_argument("--project", default="memtrace")
+    p.add_argument("--project", default="memtrace", help="project name recorded with the run (default: %(default)s)")
     p.add_argument("--api-config-path", default=None, help='JSON {"api_keys": [...], "base_urls": [...]}')
     p.add_argument("--cache-dir", default=None, help="per-case result cache; any run with the same settings reuses finished cases")
     p.add_argument(

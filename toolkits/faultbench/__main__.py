@@ -26,12 +26,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="dataset file: locomo10.json (default), a LongMemEval file or a RealMem persona file")
     build.add_argument("--dataset-type", default="auto", metavar="{auto,LoCoMo,LongMemEval,RealMem}",
                        help="format of the dataset file; auto (the default) tells it by its shape")
-    build.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
+    build.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS),
+                       help="memory systems to build (default: all)")
     build.add_argument("--kinds", nargs="+", default=list(ERROR_KINDS), choices=list(ERROR_KINDS),
                        help="error kinds to build (each with every corruption its layer supports)")
     build.add_argument("--cases-per-kind", type=int, default=1,
                        help="cases per split and fault kind (<error kind>/<corruption>)")
-    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--seed", type=int, default=0, help="seed of the case choice (default: %(default)s)")
     build.add_argument("--max-messages", type=int, default=40, help="messages kept per conversation")
     build.add_argument("--max-messages-for", action="append", default=[], metavar="SPLIT=N",
                        help="per-split message limit, e.g. mem0=30 (repeatable)")
@@ -41,12 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--max-mb-for", action="append", default=[], metavar="SPLIT=MB",
                        help="size budget of a split: no graph is started when one more of its average size would "
                             "exceed it (repeatable)")
-    build.add_argument("--top-k", type=int, default=10)
+    build.add_argument("--top-k", type=int, default=10, help="memories retrieved per question (default: %(default)s)")
     build.add_argument("--conversations", type=int, nargs="+", default=None,
                        help="1-based trajectory numbers to draw from (LoCoMo samples; default: all)")
     score = sub.add_parser("score", help="attribute every case with evidence_flow; ETA/OIA per split and fault kind")
-    score.add_argument("data_dir")
-    score.add_argument("--splits", nargs="+", default=None, choices=list(SPLITS))
+    score.add_argument("data_dir", help="a folder written by build (<split>/*.json)")
+    score.add_argument("--splits", nargs="+", default=None, choices=list(SPLITS),
+                       help="score only these splits (default: every split folder found)")
     score.add_argument("--evidence", choices=("annotated", "none"), default="annotated",
                        help="annotated evidence ids, or none (the golden answer finds the evidence)")
     score.add_argument("--misses", action="store_true", help="list every case evidence_flow gets wrong")

@@ -78,17 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="ablation: no attribution; every failure goes to every target as a ResponseError")
     ref.add_argument("--optimizer-model", default="gpt-4.1",
                      help="optimizer model, or fake:<reply> (a JSON object valid for every stage, or plain text)")
-    ref.add_argument("--qa-batch-size", type=_positive_int, default=4)
-    ref.add_argument("--judge-batch-size", type=_positive_int, default=4)
-    ref.add_argument("--attribution-batch-size", type=_positive_int, default=4)
+    ref.add_argument("--qa-batch-size", type=_positive_int, default=4, help="questions answered at the same time")
+    ref.add_argument("--judge-batch-size", type=_positive_int, default=4, help="answers judged at the same time")
+    ref.add_argument("--attribution-batch-size", type=_positive_int, default=4, help="cases attributed at the same time")
     ref.add_argument("--optimization-batch-size", type=_positive_int, default=4, help="concurrent optimizer calls")
     ref.add_argument("--num-gradient-histories", type=_non_negative_int, default=1,
                      help="past (value, feedback) pairs shown to the optimizer per target")
     ref.add_argument("--batch-size-for-summarization", type=_positive_int, default=4,
                      help="feedbacks merged per aggregation call")
-    ref.add_argument("--max-trace-nodes", type=_positive_int, default=16)
+    ref.add_argument("--max-trace-nodes", type=_positive_int, default=16,
+                     help="most nodes the graph attribution agent keeps on its frontier")
     ref.add_argument("--max-iters", type=_positive_int, default=200, help="attribution agent iterations per case")
-    ref.add_argument("--context-window", type=_positive_int, default=272000)
+    ref.add_argument("--context-window", type=_positive_int, default=272000,
+                     help="tokens after which the attribution agent's memory is compressed")
     ref.add_argument("--rerun", action="store_true",
                      help="start over: ignore complete rounds and re-sample the conversations")
 

@@ -46,8 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-llm", action="store_true", help="statistics and charts only: no model, no key")
     p.add_argument("--model", default="gpt-5.4", help="chat model name, or fake:<report text> for an offline fake")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
+    p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True,
+                   help="stream the model's replies (default: on)")
     p.add_argument("--batch-size", type=positive_int, default=4, help="cases per model call")
     p.add_argument("--max-op-xml-tokens", type=positive_int, default=600000,
                    help="each case's operation XML keeps its last this many tokens")
@@ -74,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="put message and memory texts into the spans (off: ids, names and sizes only)")
     p.add_argument("--api-config-path", default=None, help='JSON {"api_keys": [...], "base_urls": [...]}')
     p.add_argument("--studio-url", default=None, help="accepted for compatibility; Studio forwarding is not implemented")
-    p.add_argument("--project", default="error_analysis_report")
+    p.add_argument("--project", default="error_analysis_report",
+                   help="project name recorded with the report (default: %(default)s)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     return p
 
