@@ -22,6 +22,7 @@ from membase import cli as membase_cli
 from membase.datasets import gold_points
 from toolkits import retrieval_cli
 from toolkits.attribution import cli as attribution_cli
+from toolkits.faultbench.__main__ import main as faultbench_main
 from toolkits.optimization import command as optimization_command
 from toolkits.report import cli as report_cli
 
@@ -286,6 +287,18 @@ def test_gold_points_write_failure_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(io, "atomic_write_json", full_disk)
     line = _fails(capsys, gold_points.main, [tmp_path, "--output", tmp_path / "checks.json"], "cannot write --output")
     assert "No space left on device" in line
+
+
+# -- python -m toolkits.faultbench score -----------------------------------------------------------------
+
+
+def test_faultbench_score_of_graphs_without_annotations(tmp_path, capsys):
+    """Before: a table of zero cases and exit 0."""
+    graph = json.loads((FAULTBENCH / "rag" / "rag-locomo-1-4.json").read_text(encoding="utf-8"))
+    graph["data"].pop("annotations")
+    (tmp_path / "rag").mkdir()
+    (tmp_path / "rag" / "g.json").write_text(json.dumps(graph), encoding="utf-8")
+    _fails(capsys, faultbench_main, ["score", tmp_path], "no case to score under")
 
 
 # -- python -m benchmarks.attribution ------------------------------------------------------------------

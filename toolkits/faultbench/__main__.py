@@ -139,6 +139,10 @@ def _score(args: argparse.Namespace) -> int:
     if not result["splits"]:
         print(f"error: no split folder under {args.data_dir!r}", file=sys.stderr)
         return 2
+    if not any(row["cases"] for row in result["splits"].values()):
+        print(f"error: no case to score under {args.data_dir!r}: its graphs hold no annotated memory error "
+              "(final_error_type and final_op_id)", file=sys.stderr)
+        return 2
     _table("split", result["splits"])
     print()
     _table("fault kind", result["kinds"])
