@@ -158,3 +158,13 @@ def test_a_number_written_as_a_compound_word_is_its_number():
     assert judge.assess("Ines cycled forty-five kilometres along the coast").present
     assert not judge.assess("Ines cycled forty-six kilometres along the coast").present
     assert content_tokens("well-known twenty-one") == content_tokens("well known 21")
+
+
+def test_two_names_joined_by_and_are_one_subject():
+    # "Ines and Pico walk ..." names who walks; its "and" opens no clause about Pico alone (read as
+    # one, the subject became Pico and the memory seemed to be about someone else).
+    chat = _chat(("Tomas", "How is your dog Pico settling in?"),
+                 ("Ines", "Pico is a darling. We walk along the river every evening now."))
+    judge = conversation_judge(chat, evidence=[1], question="Where do Ines and her dog walk?", golden="along the river")
+    assert judge.assess("Ines and Pico walk along the river every evening").present
+    assert not judge.assess("Tomas and Pico walk along the river every evening").present

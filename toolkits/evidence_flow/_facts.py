@@ -111,7 +111,9 @@ _NEGATION_IDIOMS = re.compile(
 # to remind me to stay true and be a leader").
 _SUBJECT = r"(?:(?i:i|we|he|she|they|it|you|i'm|it's|that's|there's|this|that)\b|\p{Lu}\p{Ll}+\b)"
 _CLAUSE_BREAK = regex.compile(
-    r"\s*(?:;|—|–|\s-\s|,?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
+    # a name alone before "and" is half of a compound subject ("Ravi and Rufus hike"), no clause
+    r"\s*(?:;|—|–|\s-\s|(?<!^[\s\"'(\[]*\p{Lu}[\p{L}'’\-]*)"
+    r",?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
     r"|,\s*(?=" + _SUBJECT + r")"
     # a contrast that negates only the alternative ("it's at Anya's flat, not at my place"), and a
     # relative clause with its own polarity ("she enjoyed it, which nobody expected")
