@@ -168,3 +168,12 @@ def test_two_names_joined_by_and_are_one_subject():
     judge = conversation_judge(chat, evidence=[1], question="Where do Ines and her dog walk?", golden="along the river")
     assert judge.assess("Ines and Pico walk along the river every evening").present
     assert not judge.assess("Tomas and Pico walk along the river every evening").present
+
+
+def test_words_of_one_relation_name_the_same_person():
+    # "my mum" is "her mother", "my puppy" her dog: a memory that writes the other word keeps
+    # the subject; another relation ("her sister") does not.
+    chat = _chat(("Tomas", "Busy month?"), ("Ines", "Very! My mum is visiting from Gdansk for ten days in May."))
+    judge = conversation_judge(chat, evidence=[1], question="Where is Ines's mum visiting from?", golden="Gdansk")
+    assert judge.assess("Ines's mother is visiting from Gdansk for 10 days in May").present
+    assert not judge.assess("Ines's sister is visiting from Gdansk for 10 days in May").present

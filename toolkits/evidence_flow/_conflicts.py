@@ -38,7 +38,7 @@ from typing import Any
 
 from ._binding import rebinds_answer
 from ._dates import resolves_relative_time
-from ._facts import Statement, agent_of, anchors_of, focus_clause, is_negated_about, subject_of
+from ._facts import SAME_RELATION, Statement, agent_of, anchors_of, focus_clause, is_negated_about, subject_of
 from ._meaning import opposite_word, swapped_pair
 from ._text import token_sequence
 
@@ -134,7 +134,7 @@ def other_subject(c: ConflictCase) -> str | None:
     pair = {fact_subject, seg_subject}
     # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started a
     # portrait of Anya" only turns the sentence round); two speakers are for other_agent
-    mentioned = {w.lower() for w in re.findall(r"[\w']+", fact_clause)}
+    mentioned = {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", fact_clause))}
     if (seg_subject is not None and len(pair) == 2 and not pair <= c.probe.names
             and seg_subject.removeprefix("of:") not in mentioned):
         return "person"

@@ -29,10 +29,11 @@ from functools import lru_cache
 import regex
 
 from ._text import content_tokens, stem, text_lines
-from ._wordlists import words
+from ._wordlists import word_lines, words
 
 __all__ = [
     "ANCHOR_KINDS",
+    "SAME_RELATION",
     "Statement",
     "agent_of",
     "anchors_of",
@@ -206,6 +207,8 @@ _OPENERS = frozenset({"yes", "no", "wow", "oh", "well", "so", "and", "but", "als
                       "anyway", "still", "honestly", "yeah", "ok", "okay"})
 # Whom "my ..." can name as the one a clause is about (not "my birthday", "Anya's flat").
 _RELATIONS = words("relations")
+#: Each relation word as its line's first word ("mum" and "mom" are "mother").
+SAME_RELATION = {word: line.split()[0] for line in word_lines("relations") for word in line.split()}
 # "Big news: ...", "Update: ..." — a short label before the statement
 _LABEL = re.compile(r"^\s*(?:[A-Za-z'’\-]+\s+){0,2}[A-Za-z'’\-]+:\s+")
 
@@ -229,7 +232,7 @@ def subject_of(text: str, speaker: str | None, proper: frozenset[str]) -> str | 
         if len(words) > 2 and words[2][:1].isupper() and words[2].lower() in proper:
             return words[2].lower()
         relation = words[1].lower()
-        return f"of:{relation}" if relation in _RELATIONS else None
+        return f"of:{SAME_RELATION[relation]}" if relation in _RELATIONS else None
     bare = first[:-2] if first.endswith("'s") else first
     return bare if words[0][:1].isupper() and bare in proper else None
 
