@@ -177,3 +177,15 @@ def test_words_of_one_relation_name_the_same_person():
     judge = conversation_judge(chat, evidence=[1], question="Where is Ines's mum visiting from?", golden="Gdansk")
     assert judge.assess("Ines's mother is visiting from Gdansk for 10 days in May").present
     assert not judge.assess("Ines's sister is visiting from Gdansk for 10 days in May").present
+
+
+def test_a_year_added_to_the_facts_date_replaces_no_count():
+    # Memory models date what they store ("in March 2024"); the year is no count in the place of a
+    # number the memory left out (the other child's age), but another year than the fact's is.
+    chat = _chat(("Tomas", "How are the kids?"), ("Ines", "Oskar is 9 and Mila turned 4 in March."))
+    judge = conversation_judge(chat, evidence=[1], question="How old is Mila?", golden="4")
+    assert judge.assess("Ines's daughter Mila turned four in March 2024").present
+    assert not judge.assess("Ines's daughter Mila turned 7 in March 2024").present
+    dated = _chat(("Tomas", "When did you move?"), ("Ines", "We moved to Gdansk in 2019, Oskar was 3."))
+    judge = conversation_judge(dated, evidence=[1], question="When did Ines move to Gdansk?", golden="2019")
+    assert not judge.assess("Ines moved to Gdansk in 2021").present

@@ -159,14 +159,22 @@ def polarity(c: ConflictCase) -> str | None:
 
 def replaced_anchor(c: ConflictCase) -> str | None:
     """An anchor of the fact is missing and another of its kind, said nowhere in the evidence, is there
-    (a vague word for the same direction in time, "recently" for "last week", replaces nothing)."""
+    (a vague word for the same direction in time, "recently" for "last week", replaces nothing, nor
+    does a year added to a fact that names none)."""
     for kind, values in c.fact_anchors.items():
         missing = values - c.segment.tokens
         extra = c.seg_ref.anchors.get(kind, frozenset()) - values - c.probe.evidence_tokens
         extra -= frozenset(vague for vague, sides in _VAGUE_TIMES.items() if values & sides)
+        if kind == "number" and not any(map(_is_year, values)):
+            # the year a memory adds to the fact's date ("in February 2024") replaces no count
+            extra = frozenset(n for n in extra if not _is_year(n))
         if missing and extra:
             return kind
     return None
+
+
+def _is_year(token: str) -> bool:
+    return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2099
 
 
 # A vague relative time and the relative-time words of its direction it may stand for.
