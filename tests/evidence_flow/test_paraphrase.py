@@ -189,3 +189,12 @@ def test_a_year_added_to_the_facts_date_replaces_no_count():
     dated = _chat(("Tomas", "When did you move?"), ("Ines", "We moved to Gdansk in 2019, Oskar was 3."))
     judge = conversation_judge(dated, evidence=[1], question="When did Ines move to Gdansk?", golden="2019")
     assert not judge.assess("Ines moved to Gdansk in 2021").present
+
+
+def test_a_word_written_with_or_without_its_hyphen_is_one_word():
+    # "start-up" and "startup", "e-mail" and "email" are one word; a memory that writes the other
+    # spelling keeps the answer (and replaces no word of it).
+    chat = _chat(("Tomas", "New job?"), ("Ines", "Yes! I'm a data engineer at a biotech startup in Basel now."))
+    judge = conversation_judge(chat, evidence=[1], question="Where does Ines work?", golden="a biotech startup in Basel")
+    assert judge.assess("Ines works as a data engineer at a biotech start-up in Basel").present
+    assert not judge.assess("Ines works as a data engineer at a biotech lab in Basel").present

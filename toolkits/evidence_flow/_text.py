@@ -97,7 +97,7 @@ def content_tokens(text: str) -> frozenset[str]:
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 
 
-# "fifty-two": a ten and a unit written as one number word
+# "fifty-two": a ten and a unit written as one number word; "start-up": one word with a hyphen
 _COMPOUND_NUMBER = re.compile(r"\b([A-Za-z]+)-([A-Za-z]+)\b")
 
 
@@ -105,12 +105,17 @@ def _compound_number(match: re.Match[str]) -> str:
     tens, unit = stem(match.group(1).lower()), stem(match.group(2).lower())
     if tens.isdigit() and unit.isdigit() and int(tens) % 10 == 0 and 20 <= int(tens) <= 90 and 0 < int(unit) < 10:
         return str(int(tens) + int(unit))
+    if any(len(part) == 1 or not content_words(part) for part in match.groups()):
+        # "start-up", "e-mail": one word written with a hyphen, also written without ("startup")
+        return f"{match.group(1)}{match.group(2)} {match.group(0)}"
     return match.group(0)
 
 
 def token_sequence(text: str) -> list[str]:
     """The normalised content tokens of ``text`` in order (see :func:`content_tokens`); an ordinal
-    is its number, and so is a ten and a unit written as one word ("fifty-two" is 52)."""
+    is its number, and so is a ten and a unit written as one word ("fifty-two" is 52); a word written
+    with a hyphen after a letter or before a stop word ("start-up", "e-mail") is also that word
+    without it ("startup")."""
     if "-" in text:
         text = _COMPOUND_NUMBER.sub(_compound_number, text)
     return [_ORDINAL.sub(r"\1", token) for token in content_words(text)]
