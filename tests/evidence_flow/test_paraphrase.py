@@ -198,3 +198,14 @@ def test_a_word_written_with_or_without_its_hyphen_is_one_word():
     judge = conversation_judge(chat, evidence=[1], question="Where does Ines work?", golden="a biotech startup in Basel")
     assert judge.assess("Ines works as a data engineer at a biotech start-up in Basel").present
     assert not judge.assess("Ines works as a data engineer at a biotech lab in Basel").present
+
+
+def test_an_answer_of_several_words_only_its_message_states_is_its_own_context():
+    # "a ceramics teacher at the art school" held whole is the fact, however the memory words the
+    # rest; one word of it ("teacher") in another setting is not.
+    chat = _chat(("Tomas", "What are you up to these days?"),
+                 ("Ines", "Honestly, since last autumn I've been a ceramics teacher at the art school, I adore it."))
+    judge = conversation_judge(chat, evidence=[1], question="What is Ines's job?",
+                               golden="ceramics teacher at the art school")
+    assert judge.assess("Works as a ceramics teacher at an art school and loves it").present
+    assert not judge.assess("Ines had a strict teacher at school").present

@@ -57,6 +57,8 @@ _CONFLICT_SCORE = 0.2
 _BORDERLINE = 0.75
 _QUESTION_WEIGHT = 2.0
 _BASE_NEED = 0.25
+# Words of an answer only its message states that, all in a segment, are context enough.
+_OWN_CONTEXT = 3
 # A segment that holds a rival statement's own words this fully, and clearly more than the fact's,
 # is that rival's copy.
 _RIVAL_SUPPORT = 0.75
@@ -270,7 +272,8 @@ class FactProbe:
             # runner beans at her allotment" for "Garden update: the runner beans are in"), is this
             # fact even when a paraphrase kept none of the evidence's other words
             support = max(support, self.question_support(segment))
-            if self._says_nothing_else(fact, segment):
+            if self._says_nothing_else(fact, segment) or len(self.answer_tokens & segment.tokens) >= _OWN_CONTEXT:
+                # an answer of several words that no other message states is its own context
                 support = max(support, self.need)
         support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
         if self.mode == "answer":
