@@ -245,6 +245,23 @@ class FactProbe:
                 key |= values
         return frozenset(key)
 
+    def _answer_support(self, fact: Statement, segment: Statement, support: float) -> float:
+        """The support of a segment that holds the answer, counting what stands for the fact's words."""
+        if self.sole_statement:
+            # an answer only the evidence states, told in the question's own terms ("Maren planted
+            # runner beans at her allotment" for "Garden update: the runner beans are in"), is this
+            # fact even when a paraphrase kept none of the evidence's other words
+            support = max(support, self.question_support(segment))
+            if self._says_nothing_else(fact, segment) or len(self.answer_tokens & segment.tokens) >= _OWN_CONTEXT:
+                # an answer of several words that no other message states is its own context
+                support = max(support, self.need)
+        elif self.question_support(segment) >= 1.0:
+            # an answer other messages state too, beside every word of the question ("Noor has the
+            # flu" for "Who has the flu?"), answers this question; another message's statement of
+            # it is still told apart by its own words (the rival check)
+            support = max(support, self.need)
+        return support
+
     def _says_nothing_else(self, fact: Statement, segment: Statement) -> bool:
         """The segment holds the answer and no content word beyond the fact's, the question's and the
         people's ("Ines is a vet" for "I've been a vet at the zoo for ten years"): a terse memory of
@@ -266,15 +283,8 @@ class FactProbe:
 
     def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
         """``(score, why, borderline)`` of one segment against one fact."""
-        support = self.support(fact, segment)
-        if self.mode == "answer" and self.sole_statement:
-            # an answer only the evidence states, told in the question's own terms ("Maren planted
-            # runner beans at her allotment" for "Garden update: the runner beans are in"), is this
-            # fact even when a paraphrase kept none of the evidence's other words
-            support = max(support, self.question_support(segment))
-            if self._says_nothing_else(fact, segment) or len(self.answer_tokens & segment.tokens) >= _OWN_CONTEXT:
-                # an answer of several words that no other message states is its own context
-                support = max(support, self.need)
+        own = self.support(fact, segment)
+        support = self._answer_support(fact, segment, own) if self.mode == "answer" else own
         support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
         if self.mode == "answer":
             recall = token_recall(self.answer_tokens, segment.tokens) if self.answer_tokens else 1.0
@@ -284,7 +294,7 @@ class FactProbe:
                    "answer missing" if answer_score < 1.0 else "answer without the fact's context")
             if score >= 1.0 and self.rivals:
                 rival = self._rival_support(segment)
-                if rival >= _RIVAL_SUPPORT and rival > support + _RIVAL_MARGIN:
+                if rival >= _RIVAL_SUPPORT and rival > own + _RIVAL_MARGIN:
                     # the segment is another message's statement of the same answer, copied into a
                     # memory that holds both (a buffer, a document, an episode)
                     return min(score, _RIVAL_SCORE), "another message's statement of the answer", False
