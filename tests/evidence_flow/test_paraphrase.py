@@ -210,14 +210,3 @@ def test_an_answer_of_several_words_only_its_message_states_is_its_own_context()
     assert judge.assess("Works as a ceramics teacher at an art school and loves it").present
     assert not judge.assess("Ines had a strict teacher at school").present
 
-
-def test_a_common_answer_beside_every_word_of_the_question_answers_it():
-    # "Noor" is named in several messages, so the answer alone needs its fact's words; a memory that
-    # holds it beside all the question asks about ("flu") answers this very question.
-    chat = _chat(("Ines", "Noor and I are going to the coast next week."),
-                 ("Tomas", "Nice. Is Noor still learning the cello?"),
-                 ("Ines", "Yes. Ugh, we were up all night, Noor has the flu and the baby is teething."))
-    judge = conversation_judge(chat, evidence=[2], question="Who has the flu?", golden="Noor")
-    assert judge.assess("Noor is ill with the flu").present
-    assert not judge.assess("Noor is learning the cello").present
-    assert not judge.assess("Omar has the flu").present

@@ -255,11 +255,6 @@ class FactProbe:
             if self._says_nothing_else(fact, segment) or len(self.answer_tokens & segment.tokens) >= _OWN_CONTEXT:
                 # an answer of several words that no other message states is its own context
                 support = max(support, self.need)
-        elif self.question_support(segment) >= 1.0:
-            # an answer other messages state too, beside every word of the question ("Noor has the
-            # flu" for "Who has the flu?"), answers this question; another message's statement of
-            # it is still told apart by its own words (the rival check)
-            support = max(support, self.need)
         return support
 
     def _says_nothing_else(self, fact: Statement, segment: Statement) -> bool:
