@@ -210,3 +210,14 @@ def test_an_answer_of_several_words_only_its_message_states_is_its_own_context()
     assert judge.assess("Works as a ceramics teacher at an art school and loves it").present
     assert not judge.assess("Ines had a strict teacher at school").present
 
+
+
+def test_an_answer_given_after_a_colon_is_bound_to_its_label():
+    # "label: value" memories ("their big trip this year: Peru") bind the answer to everything the
+    # label says, however far the question's words stand from it.
+    chat = _chat(("Tomas", "Holiday plans?"),
+                 ("Ines", "My brother and I are booking a trip to Peru in May, our first big trip in ages."))
+    judge = conversation_judge(chat, evidence=[1], question="Where are Ines and her brother booking a trip to?",
+                               golden="Peru")
+    assert judge.assess("Ines and her brother are booking their first big trip in ages: Peru, in May").present
+    assert not judge.assess("Ines and her brother are booking their first big trip in ages: Chile, in May").present

@@ -76,6 +76,16 @@ def _around(chunks: Iterable[tuple[str, ...]], anchors: frozenset[str]) -> froze
     return frozenset(out)
 
 
+def _labelled(text: str, answer: frozenset[str]) -> bool:
+    """The text gives the answer as the value after a colon ("their first holiday in years: Japan"):
+    the label before the colon is what it is bound to, however far its words stand."""
+    for _, after in (text.split(":", 1),) if ":" in text else ():
+        value = token_sequence(re.split(r"[,;.(]", after, maxsplit=1)[0])
+        if value and value[0] in answer:
+            return True
+    return False
+
+
 def rebinds_answer(fact: str, text: str, *, answer: frozenset[str], question: frozenset[str],
                    movable: frozenset[str]) -> bool:
     """True when ``text`` keeps the answer and the question's words but binds the answer elsewhere.
@@ -88,7 +98,7 @@ def rebinds_answer(fact: str, text: str, *, answer: frozenset[str], question: fr
         movable: evidence tokens that count as having moved in (answer, question words and names
             left out).
     """
-    if not answer or not question:
+    if not answer or not question or _labelled(text, answer):
         return False
     fact_chunks, text_chunks = chunks(fact), chunks(text)
     # a question word the fact says twice ("accepted the offer ... declined the offer") binds nothing
