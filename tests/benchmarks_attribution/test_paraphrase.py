@@ -151,3 +151,13 @@ def test_benchmark_p_builds_verified_cases_whose_memories_are_the_paraphrases(tm
     memories = _memory_texts(export)
     assert "Caroline attended an LGBTQ support group on 7 May 2023 and found it very powerful." in memories
     assert not any(m.startswith("Caroline: I went to a LGBTQ support group") for m in memories)
+
+
+def test_list_names_a_benchmark_it_cannot_load_here_and_lists_the_others(tmp_path, monkeypatch, capsys):
+    from benchmarks.attribution.__main__ import main
+
+    monkeypatch.setenv("MEMTRACE_SHARED_DIR", str(tmp_path))  # no LoCoMo file there
+    assert main(["list"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "not loadable here" in lines["p"] and "locomo10.json" in lines["p"]
+    assert "85 cases" in lines["d"]
