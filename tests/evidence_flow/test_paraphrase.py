@@ -6,6 +6,9 @@ the dev set of ``benchmarks/evidence_flow_paraphrase.py``, whose rates the last 
 
 from __future__ import annotations
 
+import json
+
+from benchmarks.evidence_flow_paraphrase import load_pairs, main, measure, rates
 from toolkits.evidence_flow._case_facts import conversation_judge
 from toolkits.evidence_flow._meaning import swapped_pair
 from toolkits.evidence_flow._text import content_tokens
@@ -221,3 +224,29 @@ def test_an_answer_given_after_a_colon_is_bound_to_its_label():
                                golden="Peru")
     assert judge.assess("Ines and her brother are booking their first big trip in ages: Peru, in May").present
     assert not judge.assess("Ines and her brother are booking their first big trip in ages: Chile, in May").present
+
+
+# ---------------------------------------------------------------- the dev set's rates
+
+
+def test_the_rules_judge_keeps_its_rates_on_the_paraphrase_dev_set():
+    # Measured at the commit that added this test (benchmarks/evidence_flow_paraphrase.py): faithful
+    # memories read as present 139/157, corrupted ones as not present 110/112 (before this work
+    # 113/157 and 108/112). A change may cost a pair or two for a general reason, not more.
+    outcomes = measure(load_pairs())
+    table = rates(outcomes)
+    faithful, corrupted = table["faithful"]["all"], table["corrupted"]["all"]
+    assert faithful[1] >= 150 and corrupted[1] >= 100, table
+    assert faithful[0] / faithful[1] >= 0.85, table
+    assert corrupted[0] / corrupted[1] >= 0.97, table
+
+
+def test_the_benchmark_names_a_malformed_dev_set_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "pairs.json"
+    bad.write_text(json.dumps({"conversations": [{"messages": [], "items": [
+        {"id": "x-1", "evidence": [0], "question": "Q?", "golden": "a",
+         "memories": [{"text": "t", "label": "maybe", "kind": "synonym"}]}]}]}), encoding="utf-8")
+    assert main(["--pairs", str(bad), "--judge", "rules"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "'x-1'" in err and "'maybe'" in err
+    assert main(["--pairs", str(tmp_path / "missing.json"), "--judge", "rules"]) == 2
