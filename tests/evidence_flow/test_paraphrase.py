@@ -226,6 +226,19 @@ def test_an_answer_given_after_a_colon_is_bound_to_its_label():
     assert not judge.assess("Ines and her brother are booking their first big trip in ages: Chile, in May").present
 
 
+def test_the_two_ends_of_a_change_trade_places():
+    # "switched from tea to cocoa" and "from cocoa to tea" keep every word and reverse the change;
+    # the ends of a change or a preference name things as much as "the tea" does.
+    fact = "I switched from tea to cocoa in the evenings, I sleep much better."
+    keys = content_tokens("What does Ines drink in the evenings now? cocoa")
+    assert swapped_pair(fact, "Ines switched from cocoa to tea in the evenings", keys=keys, fact_speaker="ines") \
+        is not None
+    assert swapped_pair(fact, "Ines switched from tea to cocoa in the evenings and sleeps better", keys=keys,
+                        fact_speaker="ines") is None
+    assert swapped_pair("I prefer the cocoa over tea.", "Ines prefers the tea over cocoa.", keys=keys,
+                        fact_speaker="ines") is not None
+
+
 # ---------------------------------------------------------------- the dev set's rates
 
 

@@ -95,6 +95,8 @@ def _best_match(chunk: set[str], other: set[str], candidates: list[set[str]]) ->
 
 
 _DETERMINERS = frozenset({"the", "a", "an", "my", "your", "his", "her", "our", "their", "this", "that"})
+# the two ends of a change or a preference ("switched from coffee to tea", "tea over coffee")
+_CHANGE_ENDS = frozenset({"from", "to", "over", "than"})
 
 
 @lru_cache(maxsize=8192)
@@ -102,7 +104,8 @@ def _sequence(text: str, speaker: str | None, proper: frozenset[str]) -> tuple[t
     """Every word of ``text`` in order as ``(word, kind)``: stop words kept as they are, content
     words stemmed, first-person words replaced by the speaker's name. ``kind`` says what may trade
     places with what: ``number``, ``name`` (a name of ``proper``, or the speaker), ``thing`` (after
-    a determiner: "the ramen", "the drums"), else empty."""
+    a determiner: "the ramen", "the drums"; or at an end of a change or preference: "from coffee
+    to tea", "tea over coffee"), else empty."""
     who = stem(speaker) if speaker else None
     out: list[tuple[str, str]] = []
     previous = ""
@@ -116,7 +119,7 @@ def _sequence(text: str, speaker: str | None, proper: frozenset[str]) -> tuple[t
             out.append((raw, ""))
         else:
             kind = ("number" if raw.isdigit() else "name" if raw in proper else
-                    "thing" if previous in _DETERMINERS else "")
+                    "thing" if previous in _DETERMINERS or previous in _CHANGE_ENDS else "")
             out.append((stem(raw), kind))
         previous = raw
     return tuple(out)
