@@ -71,6 +71,8 @@ def test_a_golden_answer_no_message_supports_is_an_annotation_error(toy, case_fa
 @pytest.mark.parametrize(("golden", "question"), [
     ("Lisbon tram", QUESTION),                            # one of its words is said: worded otherwise, not wrong
     ("12 April 2024", "When did Nadia move?"),            # a date a reader may compute
+    ("12Aprl 2024", "When did Nadia move?"),              # the same date glued to a misspelt month
+    ("5pm", "When did Nadia's train leave?"),             # a time written as one word
     ("Sailing", "What hobby would Nadia likely take up in Lisbon?"),  # an inference by design
 ])
 def test_answers_a_reader_may_derive_are_no_annotation_error(toy, case_factory, golden, question):

@@ -11,8 +11,8 @@ developer after a fault that does not exist, so they get their own status, with 
   numbers, dates and the conversation's names of the kinds the answer has are the answer's own
   (no "7 May or 8 May", no second person).
 * **AnnotationError candidate** — no message of the conversation states the golden answer (none
-  holds ``answer_threshold`` of its words) and none of its words (numbers and dates aside, which a
-  reader may compute) occurs in any message: nothing the memory system read could give it. Gold
+  holds ``answer_threshold`` of its words) and none of its words (numbers and dates aside, in any
+  spelling, which a reader may compute) occurs in any message: nothing the memory system read could give it. Gold
   answers are often worded more abstractly than the conversation ("vintage cameras" for a
   speaker's "my grandfather's old cameras"), so one shared word is enough to leave the answer alone; a
   question that asks for an inference ("would she likely ...", "might he ...") expects an answer
@@ -88,7 +88,9 @@ def annotation_error(view: GraphView, golden: str, *, answer_threshold: float, q
     told = view.message_tokens.values()
     if any(token_recall(answer, tokens) >= answer_threshold for tokens in told):
         return None
-    computable = frozenset().union(*anchors_of(answer).values()) if answer else frozenset()
+    # a word holding a digit is a number or a date in some spelling ("3pm", "21st", a date glued to its
+    # month or with the month misspelt): computable like the numbers and dates themselves
+    computable = frozenset().union(*anchors_of(answer).values(), (t for t in answer if any(c.isdigit() for c in t)))
     everywhere = frozenset().union(*told)
     words = answer - computable
     unsaid = sorted(words - everywhere)
