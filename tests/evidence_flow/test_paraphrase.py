@@ -239,6 +239,16 @@ def test_the_two_ends_of_a_change_trade_places():
                         fact_speaker="ines") is not None
 
 
+def test_a_possessive_name_names_its_person():
+    # "Tomas's dog Pico" is about Tomas as much as "Tomas walks Pico": the possessive is no other
+    # word than the name.
+    chat = _chat(("Tomas", "How is Pico?"), ("Ines", "Our dog Pico had his stitches out on Monday, he is fine now."))
+    judge = conversation_judge(chat, evidence=[1], question="What happened to Pico on Monday?",
+                               golden="he had his stitches out")
+    assert judge.assess("Ines's dog Pico had his stitches out on Monday").present
+    assert not judge.assess("Tomas's dog Pico had his stitches out on Monday").present
+
+
 # ---------------------------------------------------------------- the dev set's rates
 
 

@@ -313,7 +313,8 @@ def _statement(text: str, names: frozenset[str], speaker: str | None) -> tuple[S
     words = _words(text)
     lead = _lead_speaker(text, words, names)
     speaker = lead or speaker
-    persons = {w.lower() for w in words} & names
+    # "Ben's cat" is about Ben's
+    persons = {w.lower().replace("’", "'").removesuffix("'s") for w in words} & names
     if speaker is not None:
         persons.add(speaker)
     tokens = content_tokens(text)
