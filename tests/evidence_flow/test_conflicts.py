@@ -1,4 +1,4 @@
-"""Each of the thirteen named conflict checks (toolkits/evidence_flow/_conflicts.py) on sentences
+"""Each of the fourteen named conflict checks (toolkits/evidence_flow/_conflicts.py) on sentences
 written for these tests: one that keeps the fact's words and changes its meaning the way the check
 covers (the check fires and names its kind) and one that keeps the meaning (it stays silent).
 
@@ -68,6 +68,11 @@ CASES = [
      "I found a lamp shaped like a rocket at the flea market.",
      "At the flea market I found a tulip-shaped lamp.", "answer word",
      dict(answer="a lamp shaped like a tulip", question="What did Ines find at the flea market?", speaker="ines")),
+    # the thing the question asks about replaced in its place; the same thing told in other
+    # words around it is no replacement
+    ("replaced_question_noun", "I bruised my forehead opening the shed on Sunday.",
+     "I bruised my kneecap opening the shed on Sunday.", "On Sunday I bruised my forehead while opening the shed.",
+     "question word", dict(answer="opening the shed", question="How did Ines bruise her forehead?", speaker="ines")),
     ("other_point_in_time", "We repainted the shed last Friday.", "We repainted the shed in March.",
      "We repainted the shed on 20 October 2023.", "date",
      dict(answer="the shed", question="What did Ines repaint?", speaker="ines", said_on=(SUNDAY,))),
@@ -86,7 +91,7 @@ CASES = [
 ]
 
 
-def test_the_thirteen_checks_are_named_and_tried_in_the_declared_order():
+def test_the_fourteen_checks_are_named_and_tried_in_the_declared_order():
     assert [check.__name__ for check in CONFLICT_CHECKS] == [name for name, *_ in CASES]
 
 

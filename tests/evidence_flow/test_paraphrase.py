@@ -249,6 +249,16 @@ def test_a_possessive_name_names_its_person():
     assert not judge.assess("Tomas's dog Pico had his stitches out on Monday").present
 
 
+def test_a_comma_before_so_opens_a_clause_of_its_own_polarity():
+    # "..., so no climbing for now" negates the consequence, not the sprain before it.
+    chat = _chat(("Tomas", "Climbing on Friday?"),
+                 ("Ines", "I sprained my ankle hiking on Ben Nevis last week, so no climbing for now."))
+    judge = conversation_judge(chat, evidence=[1], question="How did Ines sprain her ankle?",
+                               golden="hiking on Ben Nevis")
+    assert judge.assess("Ines sprained her ankle hiking on Ben Nevis").present
+    assert not judge.assess("Ines did not sprain her ankle hiking on Ben Nevis").present
+
+
 # ---------------------------------------------------------------- the dev set's rates
 
 

@@ -16,12 +16,14 @@ memory keeps the words and changes the meaning; the first that fires names the c
 7. ``replaced_anchor`` — a number, month, weekday, season, relative-time word or time unit was
    replaced by another of the same kind;
 8. ``replaced_answer_word`` — a word of a longer answer replaced by one the evidence never says;
-9. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
-   written as the date it points to is the same time);
-10. ``other_proper_noun`` — a place, title or organisation replaced by another;
-11. ``opposite`` — an opposite in a word's place (:mod:`._meaning`);
-12. ``swapped`` — two names, numbers or things trading places (:mod:`._meaning`);
-13. ``answer_rebound`` — every word kept, the answer moved to other words (:mod:`._binding`).
+9. ``replaced_question_noun`` — a thing the question asks about replaced, in its place between the
+   same words, by a noun the evidence never says;
+10. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
+    written as the date it points to is the same time);
+11. ``other_proper_noun`` — a place, title or organisation replaced by another;
+12. ``opposite`` — an opposite in a word's place (:mod:`._meaning`);
+13. ``swapped`` — two names, numbers or things trading places (:mod:`._meaning`);
+14. ``answer_rebound`` — every word kept, the answer moved to other words (:mod:`._binding`).
 
 Polarity, anchors and names are read in the sentence of each side that holds the most of the
 answer (for a run of sentences), so a negation elsewhere in a run does not count; people are
@@ -35,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+from lemminflect import getAllLemmas
 
 from ._binding import rebinds_answer
 from ._dates import resolves_relative_time
@@ -203,6 +207,39 @@ def replaced_answer_word(c: ConflictCase) -> str | None:
     return None
 
 
+def replaced_question_noun(c: ConflictCase) -> str | None:
+    """A thing the question asks about (a word read only as a noun) is missing, and between the two
+    words that stood around it in the fact stands a noun the evidence never says ("broke his ankle
+    skiing" for "broke my wrist skiing" when the question asks about the wrist)."""
+    probe = c.probe
+    asked = probe.question_tokens - probe.answer_tokens - probe.names
+    if not asked:
+        return None
+    fact, text = _content_words(c.fact_ref.text), _content_words(c.seg_ref.text)
+    known = probe.evidence_tokens | probe.answer_tokens | asked | probe.names
+    for i in range(1, len(fact) - 1):
+        raw, token = fact[i]
+        if token not in asked or token in c.segment.tokens or set(getAllLemmas(raw)) != {"NOUN"}:
+            continue
+        around = (fact[i - 1][1], fact[i + 1][1])
+        for j in range(1, len(text) - 1):
+            new_raw, new_token = text[j]
+            if (text[j - 1][1], text[j + 1][1]) == around and new_token not in known \
+                    and "NOUN" in getAllLemmas(new_raw):
+                return "question word"
+    return None
+
+
+def _content_words(text: str) -> list[tuple[str, str]]:
+    """``(word, token)`` of each content word of ``text``, in order."""
+    out = []
+    for raw in re.findall(r"[^\W_][\w'’\-]*", text):
+        tokens = token_sequence(raw)
+        if len(tokens) == 1:
+            out.append((raw.lower(), tokens[0]))
+    return out
+
+
 def other_point_in_time(c: ConflictCase) -> str | None:
     """A point in time replaced by one of another kind ("last Friday" -> "last weekend")."""
     fact_when = points_in_time(c.fact_anchors)
@@ -255,7 +292,7 @@ def answer_rebound(c: ConflictCase) -> str | None:
 #: The checks in the order they are tried (the module docstring says what each covers).
 CONFLICT_CHECKS: tuple[Callable[[ConflictCase], str | None], ...] = (
     other_people, other_speaker, other_agent, other_subject, number_moved, polarity, replaced_anchor,
-    replaced_answer_word, other_point_in_time, other_proper_noun, opposite, swapped, answer_rebound,
+    replaced_answer_word, replaced_question_noun, other_point_in_time, other_proper_noun, opposite, swapped, answer_rebound,
 )
 
 

@@ -116,6 +116,8 @@ _CLAUSE_BREAK = regex.compile(
     r"\s*(?:;|—|–|\s-\s|(?<!^[\s\"'(\[]*\p{Lu}[\p{L}'’\-]*)"
     r",?\s+(?i:but|and|so|while|although|though|whereas)\s+(?=" + _SUBJECT + r")"
     r"|,\s*(?=" + _SUBJECT + r")"
+    # "..., so no pottery yet": a comma before "so"/"but" opens a clause of its own polarity
+    r"|,\s*(?=(?i:so|but)\s)"
     # a contrast that negates only the alternative ("it's at Anya's flat, not at my place"), and a
     # relative clause with its own polarity ("she enjoyed it, which nobody expected")
     r"|,\s*(?=(?i:not|rather than|instead of|which|who|whom|whose)\b))\s*")
