@@ -120,3 +120,16 @@ def test_a_relative_time_is_read_in_a_sentence_of_several_pieces():
     said = date(2024, 2, 12)
     assert relative_points("I was in Bergen last week, the fish market was amazing.", said)
     assert relative_points("Fun! I got back from Tallinn yesterday, the old town was lovely.", said)
+
+
+def test_a_month_with_its_year_holds_the_relative_time_it_contains():
+    # "moved last weekend" said on 30 June 2023 is in "June 2023"; a month with a day is that
+    # day's, and another month is another time
+    from toolkits.evidence_flow._dates import text_months
+
+    said = date(2023, 6, 30)
+    fact = "We moved into the new flat last weekend, it has a garden."
+    assert resolves_relative_time(fact, "They moved into a new flat in June 2023", said)
+    assert not resolves_relative_time(fact, "They moved into a new flat in May 2023", said)
+    assert not resolves_relative_time(fact, "They moved into a new flat on 2 June 2023", said)
+    assert text_months("on 7 June 2023 and in August 2023") == [(2023, 8)]

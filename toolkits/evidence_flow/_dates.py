@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-__all__ = ["message_date", "relative_points", "resolves_relative_time", "text_dates"]
+__all__ = ["message_date", "relative_points", "resolves_relative_time", "text_dates", "text_months"]
 
 _ORDINAL = r"(?:st|nd|rd|th)?"
 # spans that may be dates; dateparser decides whether the word is a month ("5 May" yes, "5 apples" no)
@@ -35,6 +35,8 @@ _DATE_SPANS = (
     re.compile(r"\b[a-z]{3,9}\.?\s+\d{1,2}" + _ORDINAL + r"(?:,?\s+\d{4})?\b", re.IGNORECASE),
     re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
 )
+# a month and its year without a day ("in June 2023"); dateparser decides whether the word is a month
+_MONTH_SPAN = re.compile(r"\b[a-z]{3,9}\.?,?\s+\d{4}\b", re.IGNORECASE)
 # "1:56 pm on 8 May, 2023" (LoCoMo) and ISO timestamps
 _TIMESTAMP_LINE = re.compile(r"^Timestamp:\s*(?P<when>.+)$", re.MULTILINE)
 # What dateparser 1.5 does not read: (expression, lowest and highest day offset from the day it was said)
@@ -176,12 +178,41 @@ def _within(day: date, point: date, grain: str) -> bool:
     return abs((day - point).days) <= _REACH_DAYS.get(grain, 0)
 
 
+def text_months(text: str) -> list[tuple[int, int]]:
+    """The ``(year, month)`` of each month ``text`` names with its year and no day ("in June 2023")."""
+    days = [m.span() for pattern in _DATE_SPANS for m in pattern.finditer(text)]
+    found = []
+    for match in _MONTH_SPAN.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end in days):
+            continue  # the month of a date with its day ("7 June 2023") is that day's
+        month = _parse(match.group(0), {"REQUIRE_PARTS": ["month", "year"]})
+        if month is not None:
+            found.append((month.year, month.month))
+    return found
+
+
+def _in_months(fact: str, said_on: date, points: tuple[tuple[date, str], ...], months: list[tuple[int, int]]) -> bool:
+    """A relative time of ``fact`` (read, or one of the vague spans) falls in one of ``months``."""
+    if any((point.year, point.month) in months for point, grain in points if grain != "year"):
+        return True
+    for pattern, low, high in _VAGUE:
+        if pattern.search(fact):
+            ends = (said_on + timedelta(days=low), said_on + timedelta(days=high))
+            if any((end.year, end.month) in months for end in ends):
+                return True
+    return False
+
+
 def resolves_relative_time(fact: str, text: str, said_on: date) -> bool:
-    """True when ``text`` names a date where a relative time of ``fact`` points from ``said_on``."""
+    """True when ``text`` names a date where a relative time of ``fact`` points from ``said_on``, or
+    the month (with its year) that holds it."""
     found = text_dates(text, said_on)
-    if not found:
+    months = text_months(text) if not found else []
+    if not found and not months:
         return False
     points = relative_points(fact, said_on)
+    if months and _in_months(fact, said_on, points, months):
+        return True
     for day in found:
         if any(_within(day, point, grain) for point, grain in points):
             return True
