@@ -20,6 +20,27 @@ def test_answer_parts(golden, parts):
     assert answer_parts(golden) == parts
 
 
+@pytest.mark.parametrize(("golden", "parts"), [
+    # the comma of a written date is no separator: the year belongs to the day and month before it
+    ("March 3, 2021", ["March 3, 2021"]),
+    ("the Sunday before 14 October, 2022", ["the Sunday before 14 October, 2022"]),
+    ("a canal boat, Oct 2nd, 2020", ["a canal boat", "Oct 2nd 2020"]),
+    ("a canal boat, 2020", ["a canal boat", "2020"]),  # a year after no date is a part of its own
+])
+def test_a_written_date_is_one_part(golden, parts):
+    assert answer_parts(golden) == parts
+
+
+def test_a_part_the_question_already_says_is_no_part_of_its_own():
+    # "Ines" is who the question asks about, not information the answer adds: the whole sentence
+    # is one fact (split, "Ines" alone would send the flow after any message naming her)
+    question = "How long have Ines and her sister run the bakery?"
+    assert answer_parts("Ines and her sister have run the bakery for 7 years.", question=question) == [
+        "Ines and her sister have run the bakery for 7 years."]
+    # parts the question does not say stay parts
+    assert answer_parts("rye bread and plum cake", question="What does Ines bake?") == ["rye bread", "plum cake"]
+
+
 def _two_messages(toy, *, keep_second: bool):
     """D1:1 tells where she stays, D1:2 when she leaves; both are extracted into units, the second
     only when ``keep_second``."""

@@ -222,7 +222,7 @@ def attribute_case_evidence_flow(
                          evidence_threshold=evidence_threshold,
                          judges=_judge_factory(judge, embedder, embedding_threshold))
     flow = _follow(view, case, query, question, golden, settings)
-    parts = answer_parts(golden)
+    parts = answer_parts(golden, question=question)
     if len(parts) > 1 and not one_message_states_all(view, flow.choice.seeds, parts, answer_threshold):
         flow = _decisive_part(view, flow, [_follow(view, case, query, question, part, settings, part=part)
                                            for part in parts])
