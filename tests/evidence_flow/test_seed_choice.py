@@ -121,3 +121,19 @@ def test_a_when_question_follows_the_message_that_names_the_golden_date_without_
     case = case_factory(ids["query"], "14 July 2024", [], question=question)
     result = attribute_case_evidence_flow(toy.export(), case, [chores, planned], evidence_is_pseudo=True)
     assert result["evidence"]["seeds"] == [planned] and result["evidence"]["mode"] == "evidence"
+
+
+def test_a_message_that_meets_the_question_only_where_it_asks_hands_over_to_its_reply(toy, case_factory):
+    # The reason: "Lovely photo! How long have you kept bees?" shares the question's words only in
+    # the sentence that asks them; what it tells ("lovely photo") is no answer. The answer is in the
+    # reply, however few of the question's words the reply repeats.
+    ask, _ = _turn(toy, "U1:D1:1", "What a lovely garden photo! How long have you kept bees?",
+                   "Tomas likes the garden photo", "Tomas")
+    reply, unit = _turn(toy, "U1:D1:2", "Nine summers now! The first hive came from my uncle.",
+                        "Ines got her first hive from her uncle", "Ines")
+    question = "How long has Ines kept bees?"
+    ids = toy.ask("q1", question, [unit])
+    case = case_factory(ids["query"], "since 2014", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [ask, reply], evidence_is_pseudo=True, triage=False)
+    assert result["evidence"]["seeds"] == [reply], result["reason"]
+    assert f"its reply {reply} is followed" in result["reason"]

@@ -231,7 +231,7 @@ def choose_evidence(
                               "relative time points to the golden date")
     if given:
         ranked = _rank(view, given, question_tokens, [m.full_node_id for m in given])
-        score, seed = _telling(view, ranked, query, notes)
+        score, seed = _telling(view, ranked, query, notes, question_tokens)
         facts = node_statements(view, seed)
         notes.append("no message states the golden answer: following the retrieved message closest to the question")
         # a retrieved message that shares little with the question is a weak seed
@@ -246,7 +246,7 @@ def choose_evidence(
         about = frozenset(question_tokens - view.speakers)
         score, seed = _rank(view, before, about)[0] if about else (0.0, None)
         if seed is not None and score >= _MIN_SEARCHED_SCORE:
-            seed = _reply_if_asked(view, seed, query, notes)
+            seed = _reply_if_asked(view, seed, query, notes, about)
             notes.append("no message states the golden answer: following the conversation's message closest to "
                          "the question")
             return EvidenceChoice(mode="evidence", seeds=[seed], facts=_closest(node_statements(view, seed),
@@ -303,17 +303,18 @@ def _sent_on(view: GraphView, node: NodeRec) -> date | None:
 
 
 def _telling(view: GraphView, ranked: list[tuple[float, NodeRec]], query: NodeRec,
-             notes: list[str]) -> tuple[float, NodeRec]:
-    """The best-ranked message that tells something: a message that only asks is replaced by its
-    reply, or passed over when it has none (the first one when every message only asks)."""
+             notes: list[str], question: frozenset[str] = frozenset()) -> tuple[float, NodeRec]:
+    """The best-ranked message that tells something: a message that only asks (or meets the
+    question only where it asks) is replaced by its reply, or passed over when it has none (the
+    first one when every message only asks)."""
     for score, candidate in ranked:
         found: list[str] = []
-        seed = _reply_if_asked(view, candidate, query, found)
+        seed = _reply_if_asked(view, candidate, query, found, question)
         if not only_asks(view, seed):
             notes.extend(found)
             return score, seed
     score, first = ranked[0]
-    return score, _reply_if_asked(view, first, query, notes)
+    return score, _reply_if_asked(view, first, query, notes, question)
 
 
 def _asks(sentence: str) -> bool:
@@ -327,11 +328,29 @@ def only_asks(view: GraphView, node: NodeRec) -> bool:
     return bool(said) and all(_asks(part.text) for s in said for part in (s.parts or [s]))
 
 
-def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[str]) -> NodeRec:
-    """A message that asks what the question asks ("Is Ellie still afraid of dogs?") holds no fact;
-    the answer is in the reply that follows it: the next message by another speaker that is not a
-    question itself (within the next two messages, before the question)."""
-    if not only_asks(view, seed):
+def _asks_what_is_asked(view: GraphView, node: NodeRec, question: frozenset[str]) -> bool:
+    """The message meets the question only in a sentence that asks it ("Wow, what a lovely photo!
+    How long have you two been married?"): what it tells besides shares less with the question."""
+    said = [s for s in node_statements(view, node) if s.tokens]
+    asked = [part for s in said for part in (s.parts or [s]) if _asks(part.text)]
+    told = [part for s in said for part in (s.parts or [s]) if not _asks(part.text)]
+    if not asked or not question:
+        return False
+    weight = rarity_weights(view, question)
+
+    def share(parts: list[Statement]) -> float:
+        return math.fsum(weight[t] for t in sorted(question & frozenset().union(*(p.tokens for p in parts))))
+
+    return share(asked) > share(told)
+
+
+def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[str],
+                    question: frozenset[str] = frozenset()) -> NodeRec:
+    """A message that asks what the question asks ("Is Ellie still afraid of dogs?") holds no fact,
+    nor does one that only meets the question where it asks; the answer is in the reply that
+    follows it: the next message by another speaker that is not a question itself (within the next
+    two messages, before the question)."""
+    if not only_asks(view, seed) and not _asks_what_is_asked(view, seed, question):
         return seed
     if "message_position" not in view.memo:
         view.memo["message_position"] = {m.full_node_id: i for i, m in enumerate(view.messages)}
