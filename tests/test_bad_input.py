@@ -97,7 +97,8 @@ def _membase_run(config: Path, dataset: Path | str, out: Path, *extra: str) -> l
         (["--qa-batch-size", "0"], "argument --qa-batch-size: expected an integer >= 1"),
         (["--judge-batch-size", "-3"], "argument --judge-batch-size: expected an integer >= 1"),
     ],
-    ids=lambda v: v[0] + v[1] if isinstance(v, list) else None,
+    ids=["top-k-0", "top-k-negative", "num-workers-0", "timeout-negative", "timeout-0", "max-retries-negative",
+         "qa-batch-size-0", "judge-batch-size-negative"],
 )
 def test_membase_numbers_out_of_range_are_usage_errors(tmp_path, capsys, rag_config, flags, fragment):
     out = tmp_path / "run"
