@@ -51,7 +51,10 @@ def _load_layer_config(path: str) -> tuple[str, dict[str, Any]]:
     for key in ("user_id", "save_dir"):
         if key in data:
             raise ConfigError(f"layer config {path!r}: remove {key!r}, the runners set it per user")
-    build_layer_config(layer_type, user_id="config-check", **data)  # fails early on a wrong key
+    try:
+        build_layer_config(layer_type, user_id="config-check", **data)  # fails early on a wrong key
+    except ConfigError as exc:
+        raise ConfigError(f"layer config {path!r}: {exc}") from None
     _check_json_types(path, layer_type, CONFIG_MAPPING[layer_type], data)
     return layer_type, data
 

@@ -106,6 +106,21 @@ def test_membase_numbers_out_of_range_are_usage_errors(tmp_path, capsys, rag_con
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        ({"layer_type": "NaiveRAG", "max_tokens": -5}, "invalid NaiveRAG config: max_tokens"),
+        ({"layer_type": "NoSuchLayer"}, "unknown layer_type 'NoSuchLayer'"),
+    ],
+    ids=["bad-field", "unknown-layer"],
+)
+def test_membase_layer_config_errors_name_the_file(tmp_path, capsys, config, fragment):
+    path = tmp_path / "layer.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = _fails(capsys, membase_cli.main, _membase_run(path, tmp_path / "unread.json", tmp_path / "run"), fragment)
+    assert f"layer config {str(path)!r}" in line
+
+
 def test_membase_cache_dir_that_is_a_file_stops_before_any_stage(tmp_path, capsys, rag_config, a_file, locomo_path):
     out = tmp_path / "run"
     line = _fails(capsys, membase_cli.main, _membase_run(rag_config, locomo_path, out, "--cache-dir", str(a_file)),
