@@ -114,10 +114,10 @@ def test_membase_numbers_out_of_range_are_usage_errors(tmp_path, capsys, rag_con
     ],
     ids=["bad-field", "unknown-layer"],
 )
-def test_membase_layer_config_errors_name_the_file(tmp_path, capsys, config, fragment):
+def test_membase_layer_config_errors_name_the_file(tmp_path, capsys, locomo_path, config, fragment):
     path = tmp_path / "layer.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    line = _fails(capsys, membase_cli.main, _membase_run(path, tmp_path / "unread.json", tmp_path / "run"), fragment)
+    line = _fails(capsys, membase_cli.main, _membase_run(path, locomo_path, tmp_path / "run"), fragment)
     assert f"layer config {str(path)!r}" in line
 
 
