@@ -137,3 +137,51 @@ def test_a_message_that_meets_the_question_only_where_it_asks_hands_over_to_its_
     result = attribute_case_evidence_flow(toy.export(), case, [ask, reply], evidence_is_pseudo=True, triage=False)
     assert result["evidence"]["seeds"] == [reply], result["reason"]
     assert f"its reply {reply} is followed" in result["reason"]
+
+
+def _dated_turn(toy, mid: str, text: str, sent: str, fact: str, name: str) -> tuple[str, str]:
+    """A dated message, its extracted fact and the memory unit it became; returns (message, unit)."""
+    msg = toy.node(mid, {"content": text, "name": name, "role": "user", "timestamp": sent}, category="message")
+    op = toy.op("memory_system.extract_facts", "extraction")
+    facts = toy.node("extracted_facts", [fact], category="llm_response")
+    toy.edge(op, msg, facts, "extraction")
+    add = toy.op("memory_system.update_memory_decision", "update")
+    unit = toy.node(f"memory-unit-{mid}", {"id": mid, "memory": fact}, category="memory_entry")
+    toy.edge(add, facts, unit, "update")
+    return msg, unit
+
+
+def test_a_golden_span_before_a_day_follows_the_message_sent_that_day_that_points_back(toy, case_factory):
+    # The reason: "a few days before 10 April" is what a message sent on 10 April said ("a few days
+    # ago"); "now" in a message sent the same day points to 10 April itself, not before it, however
+    # many of the question's words that message shares.
+    sent = "2023-04-10T18:00:00"
+    habit, habit_unit = _dated_turn(toy, "U1:D1:1", "I have been sketching the heron at the pond for years now.", sent,
+                                    "Wanda sketches the heron at the pond", "Wanda")
+    sighting, unit = _dated_turn(toy, "U1:D1:2", "A few days ago a heron landed right next to me, huge wings!", sent,
+                                 "Wanda saw a heron up close", "Wanda")
+    question = "When did Wanda first see the heron at the pond?"
+    ids = toy.ask("q1", question, [habit_unit, unit])
+    case = case_factory(ids["query"], "A few days before 10 April, 2023", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [habit, sighting], evidence_is_pseudo=True, triage=False)
+    assert result["evidence"]["seeds"] == [sighting], result["reason"]
+    # a golden date with no span still takes a message that names or points to that very day
+    plain = case_factory(ids["query"], "10 April 2023", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), plain, [habit, sighting], evidence_is_pseudo=True, triage=False)
+    assert result["evidence"]["seeds"] == [habit]
+
+
+def test_the_second_message_of_a_question_is_followed_from_itself(toy, case_factory):
+    # The reason: the second hop is the given message about the other person the question names;
+    # searched for again by the golden date, the conversation would hand back the first message.
+    sent = "2023-03-13T18:00:00"
+    first, first_unit = _dated_turn(toy, "U1:D1:1", "We climbed the lighthouse yesterday, the stairs were endless!",
+                                    sent, "Ines climbed the lighthouse", "Ines")
+    second, second_unit = _dated_turn(toy, "U1:D1:2", "My legs still ache from those lighthouse stairs.", sent,
+                                      "Tomas's legs ache", "Tomas")
+    question = "When did Ines and Tomas climb the lighthouse?"
+    ids = toy.ask("q1", question, [first_unit, second_unit])
+    case = case_factory(ids["query"], "12 March 2023", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [first, second], evidence_is_pseudo=True, triage=False)
+    seeded = [step["node_id"] for step in result["trail"] if "mode seed" in (step["note"] or "")]
+    assert seeded == [first, second], result["trail"]

@@ -230,8 +230,11 @@ def attribute_case_evidence_flow(
         given, _ = _resolve_given(view, settings.evidence_ids)
         hop = second_hop(view, flow.choice.seeds, given, content_tokens(question))
         if hop is not None:
+            # the second message is followed from itself: searched again, the conversation's best
+            # match to the question would be the first message once more
             second = _follow(view, case, query, question, golden,
-                             dataclasses.replace(settings, evidence_ids=[hop.full_node_id]), hop=hop.full_node_id)
+                             dataclasses.replace(settings, evidence_ids=[hop.full_node_id], pseudo=False),
+                             hop=hop.full_node_id)
             flow = _decisive_hop(view, flow, second)
     result = _finish(flow, min_confidence)
     found = _triage(view, case, question, golden, answer_threshold) if triage else None

@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 from ._dates import message_date, resolves_relative_time, text_dates
 from ._facts import Statement, merge_statements, speaks_in_first_person, statements, without_address
@@ -288,10 +288,29 @@ def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golde
     return None
 
 
+#: A golden date told as a span before or after a day ("the week before 9 June 2023", "a few days
+#: before 24 May"): that day is when it was said, the span what the message said ("last week").
+_ANCHORED = re.compile(r"\b(before|after)\b", re.IGNORECASE)
+#: How many days from its anchor a golden span may reach ("the month before").
+_ANCHOR_REACH = 31
+
+
 def _points_to(text: str, golden: str, targets: set[date], said_on: date) -> bool:
     """``text``, said on ``said_on``, names one of the golden dates or points to one with a relative
-    time (a number beside it, "yesterday, 6 students", is cut off by ``relative_points``)."""
-    return bool(targets & set(text_dates(text, said_on))) or resolves_relative_time(text, golden, said_on)
+    time (a number beside it, "yesterday, 6 students", is cut off by ``relative_points``).
+
+    A golden date anchored to a day ("a few days before 24 May") is the relative time of a message
+    sent on that day which points to the side the golden answer names: "a few days ago" said on
+    24 May, not "now" or a date that merely names 24 May.
+    """
+    side = _ANCHORED.search(golden)
+    if side is None:
+        return bool(targets & set(text_dates(text, said_on))) or resolves_relative_time(text, golden, said_on)
+    if said_on not in targets:
+        return False
+    step = -1 if side.group(1).lower() == "before" else 1
+    return any(resolves_relative_time(text, (said_on + timedelta(days=step * k)).isoformat(), said_on)
+               for k in range(1, _ANCHOR_REACH + 1))
 
 
 def _sent_on(view: GraphView, node: NodeRec) -> date | None:
