@@ -194,6 +194,22 @@ def test_attribution_named_files_that_cannot_serve(tmp_path, capsys, a_file, fla
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--exploration-strategy", "evidence_flow", "--evidence-flow-seed"],
+         "--evidence-flow-seed seeds the graph_search agent; it does nothing with --exploration-strategy evidence_flow"),
+        (["--exploration-strategy", "long_context", "--obs-identities"],
+         "--obs-identities is for operation_block_search; it does nothing with --exploration-strategy long_context"),
+    ],
+    ids=["seed-without-graph-search", "identities-without-flat-log"],
+)
+def test_attribution_flag_of_another_strategy(tmp_path, capsys, flags, fragment):
+    out = tmp_path / "attr.json"
+    _fails(capsys, attribution_cli.main, [*_attribute(out), *flags], fragment)
+    assert not out.exists()
+
+
 def test_retrieval_embedding_cache_that_is_a_file(capsys, a_file):
     _fails(capsys, retrieval_cli.main, [FAULTBENCH, "rag", "--retrieval-type", "dense", "--embedding-provider",
                                         "hashing", "--embedding-cache-dir", a_file],

@@ -147,6 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _strategy_conflict(args: argparse.Namespace) -> str | None:
+    """A flag of one built-in strategy given with another, where it would do nothing (None: no conflict)."""
+    strategy = args.exploration_strategy
+    if strategy not in STRATEGIES:  # a registered strategy may read any flag
+        return None
+    if args.evidence_flow_seed and strategy != "graph_search":
+        return f"--evidence-flow-seed seeds the graph_search agent; it does nothing with --exploration-strategy {strategy}"
+    if args.obs_identities and strategy != "operation_block_search":
+        return f"--obs-identities is for operation_block_search; it does nothing with --exploration-strategy {strategy}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], Any] | None = None) -> int:
     """Run the command.
 
@@ -164,6 +176,9 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     args = parser.parse_args(argv)
     if not args.output_path.endswith(".json"):
         parser.error(f"--output-path must end in .json, got {args.output_path!r}")
+    conflict = _strategy_conflict(args)
+    if conflict:
+        parser.error(conflict)
     if args.api_config_path is not None and not os.path.isfile(args.api_config_path):
         # checked for every strategy: evidence_flow needs no key, but a named file that is missing is a mistake
         what = "is a folder, not a JSON file" if os.path.isdir(args.api_config_path) else "no such file"
