@@ -437,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_slice(parser, args)
+    if getattr(args, "no_call_cache", False) and getattr(args, "cache_dir", None):
+        parser.error("--no-call-cache and --cache-dir contradict each other: give one of them")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

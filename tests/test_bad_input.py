@@ -121,6 +121,14 @@ def test_membase_layer_config_errors_name_the_file(tmp_path, capsys, locomo_path
     assert f"layer config {str(path)!r}" in line
 
 
+def test_membase_no_call_cache_with_a_cache_dir(tmp_path, capsys, rag_config):
+    out = tmp_path / "run"
+    _fails(capsys, membase_cli.main,
+           _membase_run(rag_config, tmp_path / "unread.json", out, "--no-call-cache", "--cache-dir", str(tmp_path)),
+           "--no-call-cache and --cache-dir contradict each other")
+    assert not out.exists()
+
+
 def test_membase_cache_dir_that_is_a_file_stops_before_any_stage(tmp_path, capsys, rag_config, a_file, locomo_path):
     out = tmp_path / "run"
     line = _fails(capsys, membase_cli.main, _membase_run(rag_config, locomo_path, out, "--cache-dir", str(a_file)),
