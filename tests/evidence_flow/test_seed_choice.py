@@ -185,3 +185,22 @@ def test_the_second_message_of_a_question_is_followed_from_itself(toy, case_fact
     result = attribute_case_evidence_flow(toy.export(), case, [first, second], evidence_is_pseudo=True, triage=False)
     seeded = [step["node_id"] for step in result["trail"] if "mode seed" in (step["note"] or "")]
     assert seeded == [first, second], result["trail"]
+
+
+def test_a_golden_year_follows_the_message_whose_time_counted_in_years_points_to_it(toy, case_factory):
+    # The reason: "in 2023" is what "a year ago", said in 2024, comes to; the message that shares
+    # more of the question's words tells no time at all. A "yesterday" said in the golden year says
+    # nothing about the year (every message of that year would point into it): it is no such seed.
+    sent = "2024-02-10T11:00:00"
+    photo, photo_unit = _dated_turn(toy, "U1:D1:1", "Pebble, my tortoise, basks under his lamp yesterday, look!",
+                                    sent, "Wanda's tortoise Pebble basks under a lamp", "Wanda")
+    adopted, unit = _dated_turn(toy, "U1:D1:2", "I adopted him a year ago from a shelter in Ghent.", sent,
+                                "Wanda adopted a tortoise from a shelter in Ghent", "Wanda")
+    question = "When did Wanda adopt her tortoise Pebble?"
+    ids = toy.ask("q1", question, [photo_unit, unit])
+    for golden, seed, dated in (("in 2023", adopted, True), ("in 2024", photo, False)):
+        case = case_factory(ids["query"], golden, [], question=question)
+        result = attribute_case_evidence_flow(toy.export(), case, [photo, adopted], evidence_is_pseudo=True,
+                                              triage=False)
+        assert result["evidence"]["seeds"] == [seed], (golden, result["reason"])
+        assert any("points to the golden date" in note for note in result["evidence"]["notes"]) is dated

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from ._dates import message_date, resolves_relative_time, text_dates
+from ._dates import message_date, relative_points, resolves_relative_time, text_dates
 from ._facts import Statement, merge_statements, speaks_in_first_person, statements, without_address
 from ._graph_view import GraphView, NodeRec, is_message, message_speaker
 from ._probe import asked_kinds
@@ -268,14 +268,16 @@ def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golde
     """A when-question whose golden date no message states in full: the message about what the
     question asks that points to that date is where the date comes from — its own relative time
     ("yesterday", "last Friday") read from the day it was sent, or a date it names without the year
-    ("on 29 June", said in May 2024). None when the question asks no time, the answer holds no date,
+    ("on 29 June", said in May 2024); a golden year alone ("in 2022") is pointed to by a time counted
+    in years ("a year ago", said in 2023). None when the question asks no time, the answer holds no date,
     or no such message matches what the question asks about."""
     if "weekday" not in asked_kinds(question):  # the kinds a when-question asks for
         return None
     about = frozenset(question_tokens - view.speakers)
     first_day = next((day for day in (_sent_on(view, m) for m in before) if day is not None), None)
     targets = set(text_dates(golden, first_day)) if about and first_day is not None else set()
-    if not targets:
+    years = _golden_years(golden) if about and not targets else frozenset()
+    if not targets and not years:
         return None
     # a message of the conversation must match the question as well as a searched seed must; one that
     # retrieval returned only has to share a word with it
@@ -283,9 +285,28 @@ def _dated_seed(view: GraphView, before: Sequence[NodeRec], question: str, golde
             if _question_score(view, m, about) >= (1e-9 if m.full_node_id in retrieved else _MIN_SEARCHED_SCORE)]
     for score, candidate in _rank(view, near, about, retrieved)[:_DATED_CANDIDATES]:
         day = _sent_on(view, candidate)
-        if day is not None and _points_to(message_text(candidate.value), golden, targets, day):
+        if day is None:
+            continue
+        text = message_text(candidate.value)
+        if _points_to_year(text, years, day) if years else _points_to(text, golden, targets, day):
             return score, candidate
     return None
+
+
+_YEAR = re.compile(r"\b(?:1[89]|20)\d{2}\b")
+
+
+def _golden_years(golden: str) -> frozenset[int]:
+    """The years a golden answer that names a year and no day names ("in 2022")."""
+    return frozenset(int(y) for y in _YEAR.findall(golden))
+
+
+def _points_to_year(text: str, years: frozenset[int], said_on: date) -> bool:
+    """``text``, said on ``said_on``, points into a golden year with a relative time: one counted in
+    years ("a year ago", "last year"), or any one when it was said in another year (a "yesterday"
+    said in the golden year points into it without telling anything about the year)."""
+    return any(point.year in years and (grain == "year" or said_on.year not in years)
+               for point, grain in relative_points(text, said_on))
 
 
 #: A golden date told as a span before or after a day ("the week before 9 June 2023", "a few days
