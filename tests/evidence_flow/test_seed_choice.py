@@ -129,12 +129,15 @@ def test_a_message_that_meets_the_question_only_where_it_asks_hands_over_to_its_
     # reply, however few of the question's words the reply repeats.
     ask, _ = _turn(toy, "U1:D1:1", "What a lovely garden photo! How long have you kept bees?",
                    "Tomas likes the garden photo", "Tomas")
-    reply, unit = _turn(toy, "U1:D1:2", "Nine summers now! The first hive came from my uncle.",
+    # the asker adds a line before the reply comes
+    aside, _ = _turn(toy, "U1:D1:2", "Oh, and that frame is gorgeous.", "Tomas likes the frame", "Tomas")
+    reply, unit = _turn(toy, "U1:D1:3", "Nine summers now! The first hive came from my uncle.",
                         "Ines got her first hive from her uncle", "Ines")
     question = "How long has Ines kept bees?"
     ids = toy.ask("q1", question, [unit])
     case = case_factory(ids["query"], "since 2014", [], question=question)
-    result = attribute_case_evidence_flow(toy.export(), case, [ask, reply], evidence_is_pseudo=True, triage=False)
+    result = attribute_case_evidence_flow(toy.export(), case, [ask, aside, reply], evidence_is_pseudo=True,
+                                          triage=False)
     assert result["evidence"]["seeds"] == [reply], result["reason"]
     assert f"its reply {reply} is followed" in result["reason"]
 
@@ -204,3 +207,21 @@ def test_a_golden_year_follows_the_message_whose_time_counted_in_years_points_to
                                               triage=False)
         assert result["evidence"]["seeds"] == [seed], (golden, result["reason"])
         assert any("points to the golden date" in note for note in result["evidence"]["notes"]) is dated
+
+
+def test_a_reply_is_about_what_it_was_asked(toy, case_factory):
+    # The reason: two messages state the answer; "Nope, we will bake rye bread at home ..." shares
+    # none of the question's words itself, yet it answers "Will you go back to the pottery class?", which
+    # is what the question asks about; the other one, as close to the question by its own words, is
+    # about another day.
+    weekend, weekend_unit = _turn(toy, "U1:D1:1", "Baked rye bread last weekend!",
+                                  "Wanda and her sister baked rye bread", "Wanda")
+    _turn(toy, "U1:D2:1", "Will you two go back to the pottery class?", "Tomas asks about pottery", "Tomas")
+    reply, unit = _turn(toy, "U1:D2:2", "Nope, we will bake rye bread at home with my sister and her twins.",
+                        "Wanda will bake rye bread", "Wanda")
+    question = "What will Wanda do instead of the pottery class?"
+    ids = toy.ask("q1", question, [weekend_unit, unit])
+    case = case_factory(ids["query"], "bake rye bread", [], question=question)
+    for given in ([weekend, reply], []):
+        result = attribute_case_evidence_flow(toy.export(), case, given, evidence_is_pseudo=True, triage=False)
+        assert result["evidence"]["seeds"][0] == reply, (given, result["reason"])

@@ -47,6 +47,8 @@ _RETRIEVED_BONUS = 0.05
 _OWN_WORDS_BONUS = 0.02
 _PHRASE_WEIGHT = 0.1
 _ASKED_WEIGHT = 0.9
+#: How much of a question's words that a reply was asked count for the reply (less than its own words).
+_REPLIED_WEIGHT = 0.5
 #: Question match a searched message needs to seed the flow when nothing was given (else no evidence).
 _MIN_SEARCHED_SCORE = 0.4
 
@@ -154,14 +156,41 @@ def _phrase_match(view: GraphView, node: NodeRec, golden: str, answer: frozenset
                 for s in answer_statements(view, node, answer, threshold)), default=0.0)
 
 
+def _position(view: GraphView, node: NodeRec) -> int:
+    if "message_position" not in view.memo:
+        view.memo["message_position"] = {m.full_node_id: i for i, m in enumerate(view.messages)}
+    return view.memo["message_position"][node.full_node_id]
+
+
+def _replied_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> float:
+    """The share of the question, beyond the message's own words, that the question it replies to
+    asks: "We planned to play the console" replies to "Have you thought about resuming yoga?" and
+    so answers "What did they plan instead of resuming yoga?" (a reply is about what it was asked,
+    as a message that only asks hands over to its reply)."""
+    at = _position(view, node)
+    if not question or at == 0:
+        return 0.0
+    asked = view.messages[at - 1]
+    if message_speaker(asked) == message_speaker(node):
+        return 0.0
+    asking = [part for s in node_statements(view, asked) for part in (s.parts or [s]) if _asks(part.text)]
+    own = content_tokens(without_address(message_text(node.value), view.speakers))
+    gained = question & frozenset().union(*(p.tokens for p in asking)) - own - view.speakers
+    weight = rarity_weights(view, question)
+    total = math.fsum(weight.values())
+    return math.fsum(weight[t] for t in sorted(gained)) / total if total > 0 else 0.0
+
+
 def _rank(view: GraphView, nodes: Sequence[NodeRec], question: frozenset[str], retrieved: Sequence[str] = (),
           phrase: dict[str, float] | None = None) -> list[tuple[float, NodeRec]]:
-    """Best match to the question first; retrieved messages get a small head start, a message that
-    words the answer the way the golden answer does a smaller one; remaining ties go to the better
-    retrieval rank, then to conversation order."""
+    """Best match to the question first (what a reply was asked counts at :data:`_REPLIED_WEIGHT`);
+    retrieved messages get a small head start, a message that words the answer the way the golden
+    answer does a smaller one; remaining ties go to the better retrieval rank, then to conversation
+    order."""
     rank = {node_id: i for i, node_id in enumerate(retrieved)}
     phrase = phrase or {}
-    scored = [(_question_score(view, n, question) + (_RETRIEVED_BONUS if n.full_node_id in rank else 0.0)
+    scored = [(_question_score(view, n, question) + _REPLIED_WEIGHT * _replied_score(view, n, question)
+               + (_RETRIEVED_BONUS if n.full_node_id in rank else 0.0)
                + _PHRASE_WEIGHT * phrase.get(n.full_node_id, 0.0), n) for n in nodes]
     return sorted(scored, key=lambda item: (-item[0], rank.get(item[1].full_node_id, len(rank))))
 
@@ -392,9 +421,7 @@ def _reply_if_asked(view: GraphView, seed: NodeRec, query: NodeRec, notes: list[
     two messages, before the question)."""
     if not only_asks(view, seed) and not _asks_what_is_asked(view, seed, question):
         return seed
-    if "message_position" not in view.memo:
-        view.memo["message_position"] = {m.full_node_id: i for i, m in enumerate(view.messages)}
-    at = view.memo["message_position"][seed.full_node_id]
+    at = _position(view, seed)
     asker = message_speaker(seed)
     for reply in view.messages[at + 1:at + 3]:
         if reply.created_at > query.created_at:
