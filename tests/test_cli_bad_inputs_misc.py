@@ -80,7 +80,7 @@ def test_faultbench_build_numbers_out_of_range(tmp_path, capsys, locomo_file, fl
     [
         ("caf\xe9".encode("latin-1"), "is not UTF-8 text (byte 3"),
         (b'[{"conversation": "x", "qa": []}]', "LoCoMo sample 1 in {path!r} does not have the locomo10.json layout"),
-        (b"[3]", "LoCoMo sample 1 in {path!r} is a JSON int, not an object"),
+        (b"[3]", "{path!r} is not a LoCoMo, LongMemEval or RealMem file by its shape (a list of int)"),
     ],
     ids=["latin-1", "conversation-string", "sample-int"],
 )

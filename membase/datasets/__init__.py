@@ -2,8 +2,9 @@
 
 `auto` reads the file once and tells the format by its shape: an object with `dialogues` (or a
 folder of `.json` files) is RealMem, a list whose first record has `question_id` or
-`haystack_sessions` is LongMemEval, anything else is read as LoCoMo (the historical default), so a
-broken LoCoMo file still gets the LoCoMo loader's message about what is wrong in it.
+`haystack_sessions` is LongMemEval, one whose first record has `conversation` or `qa` is LoCoMo (a
+broken LoCoMo file gets the LoCoMo loader's message about what is wrong in it); any other shape is
+an error that says what the file looks like and suggests `--dataset-type`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,25 @@ def _load_auto(path: str | Path) -> MemoryDataset:
         return build_longmemeval(raw, path)
     if kind == "RealMem":
         return build_realmem([(raw, path)])
+    if kind is None:
+        raise DatasetError(f"{str(path)!r} is not a LoCoMo, LongMemEval or RealMem file by its shape "
+                           f"({_shape(raw)}); pass --dataset-type to read it as one of them and see what it lacks")
     return load_locomo(path)  # its loader reads the file again and names what does not fit LoCoMo
+
+
+def _shape(raw: Any) -> str:
+    """What the top of a parsed file looks like, in a few words."""
+    if isinstance(raw, dict):
+        keys = ", ".join(sorted(map(str, raw))[:5]) or "no keys"
+        return f"an object with {keys} but no 'dialogues'"
+    if isinstance(raw, list):
+        if not raw:
+            return "an empty list"
+        if isinstance(raw[0], dict):
+            keys = ", ".join(sorted(map(str, raw[0]))[:5]) or "no keys"
+            return f"a list whose first record has {keys}"
+        return f"a list of {type(raw[0]).__name__}"
+    return f"a JSON {type(raw).__name__}"
 
 
 def load_dataset(dataset_type: str, path: str | Path) -> MemoryDataset:

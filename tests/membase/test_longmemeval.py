@@ -104,11 +104,19 @@ def test_auto_detection_by_shape(lme_path, tmp_path):
     broken.write_text(json.dumps([{k: v for k, v in longmemeval_records()[0].items() if k != "question_id"}]))
     with pytest.raises(DatasetError, match="record 0: field 'question_id': missing"):
         load_dataset("auto", broken)
-    # anything else is read as LoCoMo (the default before auto), whose loader says what does not fit
+    # a file of none of the three shapes says what it looks like and how to read it as one of them
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps([{"id": 1}]))
-    with pytest.raises(DatasetError, match="LoCoMo sample 1"):
+    with pytest.raises(DatasetError, match=r"not a LoCoMo, LongMemEval or RealMem file by its shape \(a list whose "
+                                           r"first record has id\); pass --dataset-type"):
         load_dataset("auto", odd)
+    odd.write_text(json.dumps({"sessions": []}))
+    with pytest.raises(DatasetError, match=r"an object with sessions but no 'dialogues'"):
+        load_dataset("auto", odd)
+    # read as LoCoMo, its loader says what does not fit
+    odd.write_text(json.dumps([{"id": 1}]))
+    with pytest.raises(DatasetError, match="LoCoMo sample 1"):
+        load_dataset("LoCoMo", odd)
 
 
 def _broken(records, index, change):
