@@ -132,3 +132,11 @@ def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     from membase.clients import guard
 
     monkeypatch.setattr(guard, "ALLOW_MODEL_REQUESTS", False)
+
+
+@pytest.fixture()
+def a_file(tmp_path: Path) -> Path:
+    """A plain file, where a command expects a folder (or a file it must not overwrite)."""
+    path = tmp_path / "a_file"
+    path.write_text("x", encoding="utf-8")
+    return path

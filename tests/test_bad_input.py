@@ -63,13 +63,6 @@ def _fails(capsys, main: Callable[[Sequence[str]], int], argv: Sequence[str], fr
 
 
 @pytest.fixture()
-def a_file(tmp_path: Path) -> Path:
-    path = tmp_path / "a_file"
-    path.write_text("x", encoding="utf-8")
-    return path
-
-
-@pytest.fixture()
 def rag_config(tmp_path: Path) -> Path:
     path = tmp_path / "rag.json"
     path.write_text(json.dumps({"layer_type": "NaiveRAG", "max_tokens": 1200, "deferred": True}), encoding="utf-8")

@@ -36,13 +36,6 @@ def _one_error(capsys, code: int, fragment: str) -> str:
     return lines[0]
 
 
-@pytest.fixture()
-def a_file(tmp_path: Path) -> Path:
-    path = tmp_path / "a_file"
-    path.write_text("x", encoding="utf-8")
-    return path
-
-
 # -- python -m toolkits.faultbench ------------------------------------------------------------------
 
 
