@@ -152,6 +152,12 @@ def test_a_replaced_word_of_a_longer_answer_is_a_conflict():
                     "Ines found a vase shaped like a tulip at the flea market"):
         verdict = judge.assess(changed)
         assert not verdict.present and verdict.contradicts, changed
+    # a longer answer is a description a memory may reword: "taking" for "winning" is no other answer
+    chat = _chat(("Tomas", "Best race ever?"),
+                 ("Ines", "My favourite race was when our crew won the silver medal at the national rowing finals."))
+    judge = conversation_judge(chat, evidence=[1], question="What was Ines's favourite race?",
+                               golden="winning the silver medal at the national rowing finals")
+    assert judge.assess("Ines's favourite race: her crew taking the silver medal at the national rowing finals").present
 
 
 def test_a_number_written_as_a_compound_word_is_its_number():

@@ -15,7 +15,7 @@ memory keeps the words and changes the meaning; the first that fires names the c
 6. ``polarity`` — the clause that speaks of the answer is negated in one and not the other;
 7. ``replaced_anchor`` — a number, month, weekday, season, relative-time word or time unit was
    replaced by another of the same kind;
-8. ``replaced_answer_word`` — a word of a longer answer replaced by one the evidence never says;
+8. ``replaced_answer_word`` — a word of a short answer replaced by a noun the evidence never says;
 9. ``replaced_question_noun`` — a thing the question asks about replaced, in its place between the
    same words, by a noun the evidence never says;
 10. ``other_point_in_time`` — a point in time replaced by one of another kind (a relative time
@@ -187,24 +187,31 @@ _VAGUE_TIMES = {"recently": frozenset({"yesterday", "ago", "last", "earlier"}),
 
 
 def replaced_answer_word(c: ConflictCase) -> str | None:
-    """A word of a longer answer is missing and, beside the answer word that stood next to it, the
-    segment has a word the evidence never says ("a teapot shaped like an owl" for "... like a cat")."""
+    """One word of a short answer (two to four words) is missing and, beside the answer word that
+    stood next to it, the segment has a noun the evidence never says ("a teapot shaped like an owl"
+    for "... like a cat"). A longer answer is a description a memory may reword ("taking first
+    place" for "winning first place", "peace and quiet" for "peacefulness")."""
     probe = c.probe
     answer = probe.answer_sequence
-    if probe.mode != "answer" or len(answer) < 2:
+    if probe.mode != "answer" or not 2 <= len(answer) <= _SHORT_ANSWER:
+        return None
+    missing = [i for i, word in enumerate(answer) if word not in c.segment.tokens]
+    if len(missing) != 1:
         return None
     known = probe.evidence_tokens | probe.answer_tokens | probe.question_tokens | probe.names
-    text = token_sequence(c.seg_ref.text)
-    for i, word in enumerate(answer):
-        if word in c.segment.tokens:
+    text = _content_words(c.seg_ref.text)
+    i = missing[0]
+    for j, side in ((i - 1, 1), (i + 1, -1)):
+        if not 0 <= j < len(answer):
             continue
-        for j, side in ((i - 1, 1), (i + 1, -1)):
-            if not 0 <= j < len(answer):
-                continue
-            slots = [k + side for k, token in enumerate(text) if token == answer[j]]
-            if any(0 <= k < len(text) and text[k] not in known for k in slots):
-                return "answer word"
+        slots = [k + side for k, (_, token) in enumerate(text) if token == answer[j]]
+        if any(0 <= k < len(text) and text[k][1] not in known and "NOUN" in getAllLemmas(text[k][0])
+               for k in slots):
+            return "answer word"
     return None
+
+
+_SHORT_ANSWER = 4
 
 
 def replaced_question_noun(c: ConflictCase) -> str | None:
