@@ -165,7 +165,7 @@ def test_a_golden_span_before_a_day_follows_the_message_sent_that_day_that_point
                                  "Wanda saw a heron up close", "Wanda")
     question = "When did Wanda first see the heron at the pond?"
     ids = toy.ask("q1", question, [habit_unit, unit])
-    case = case_factory(ids["query"], "A few days before 10 April, 2023", [], question=question)
+    case = case_factory(ids["query"], "A few days before 10 April 2023", [], question=question)
     result = attribute_case_evidence_flow(toy.export(), case, [habit, sighting], evidence_is_pseudo=True, triage=False)
     assert result["evidence"]["seeds"] == [sighting], result["reason"]
     # a golden date with no span still takes a message that names or points to that very day
@@ -211,12 +211,12 @@ def test_a_golden_year_follows_the_message_whose_time_counted_in_years_points_to
 
 def test_a_reply_is_about_what_it_was_asked(toy, case_factory):
     # The reason: two messages state the answer; "Nope, we will bake rye bread at home ..." shares
-    # none of the question's words itself, yet it answers "Will you go back to the pottery class?", which
-    # is what the question asks about; the other one, as close to the question by its own words, is
+    # none of the question's words itself, yet it answers "Skipping the pottery class?", which is
+    # what the question asks about; the other one, as close to the question by its own words, is
     # about another day.
     weekend, weekend_unit = _turn(toy, "U1:D1:1", "Baked rye bread last weekend!",
                                   "Wanda and her sister baked rye bread", "Wanda")
-    _turn(toy, "U1:D2:1", "Will you two go back to the pottery class?", "Tomas asks about pottery", "Tomas")
+    _turn(toy, "U1:D2:1", "Skipping the pottery class?", "Tomas asks about pottery", "Tomas")
     reply, unit = _turn(toy, "U1:D2:2", "Nope, we will bake rye bread at home with my sister and her twins.",
                         "Wanda will bake rye bread", "Wanda")
     question = "What will Wanda do instead of the pottery class?"
@@ -225,3 +225,19 @@ def test_a_reply_is_about_what_it_was_asked(toy, case_factory):
     for given in ([weekend, reply], []):
         result = attribute_case_evidence_flow(toy.export(), case, given, evidence_is_pseudo=True, triage=False)
         assert result["evidence"]["seeds"][0] == reply, (given, result["reason"])
+
+
+def test_a_reply_to_another_question_about_the_same_thing_is_no_better_match(toy, case_factory):
+    # The reason: "How many pumpkins did you pick?" shares "pumpkin" with "How many pumpkin plants
+    # did Ines plant?" but asks another thing (the harvest): its reply answers that, so the words it
+    # was asked count only as far as what it asks is what the question asks.
+    planted, planted_unit = _turn(toy, "U1:D1:1", "They came! I planted 9 pumpkin plants on 2 April.",
+                                  "Ines planted 9 pumpkin plants", "Ines")
+    _turn(toy, "U1:D3:1", "How many pumpkins did you pick in the end?", "Tomas asks about the harvest", "Tomas")
+    harvest, unit = _turn(toy, "U1:D3:2", "About 20 kilos from the 9 plants! The beans gave me 3 kilos.",
+                          "Ines picked 20 kilos from 9 plants", "Ines")
+    question = "How many pumpkin plants did Ines plant?"
+    ids = toy.ask("q1", question, [planted_unit, unit])
+    case = case_factory(ids["query"], "9", [], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, [harvest, planted], evidence_is_pseudo=True, triage=False)
+    assert result["evidence"]["seeds"][0] == planted, result["reason"]

@@ -164,7 +164,7 @@ def _position(view: GraphView, node: NodeRec) -> int:
 
 def _replied_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> float:
     """The share of the question, beyond the message's own words, that the question it replies to
-    asks: "We planned to play the console" replies to "Have you thought about resuming yoga?" and
+    asks, times how much of what that asks the question asks too: "We planned to play the console" replies to "Have you thought about resuming yoga?" and
     so answers "What did they plan instead of resuming yoga?" (a reply is about what it was asked,
     as a message that only asks hands over to its reply)."""
     at = _position(view, node)
@@ -174,11 +174,17 @@ def _replied_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> 
     if message_speaker(asked) == message_speaker(node):
         return 0.0
     asking = [part for s in node_statements(view, asked) for part in (s.parts or [s]) if _asks(part.text)]
+    asks = frozenset().union(*(p.tokens for p in asking)) - view.speakers
+    if not asks:
+        return 0.0
     own = content_tokens(without_address(message_text(node.value), view.speakers))
-    gained = question & frozenset().union(*(p.tokens for p in asking)) - own - view.speakers
-    weight = rarity_weights(view, question)
-    total = math.fsum(weight.values())
-    return math.fsum(weight[t] for t in sorted(gained)) / total if total > 0 else 0.0
+    weight = rarity_weights(view, question | asks)
+    total = math.fsum(weight[t] for t in sorted(question))
+    # it was asked the same question only as far as what it asks is what the question asks ("How
+    # many tomatoes did you harvest?" is another question than "How many tomatoes did she plant?")
+    same = math.fsum(weight[t] for t in sorted(asks & question)) / math.fsum(weight[t] for t in sorted(asks))
+    gained = math.fsum(weight[t] for t in sorted(asks & question - own))
+    return same * gained / total if total > 0 else 0.0
 
 
 def _rank(view: GraphView, nodes: Sequence[NodeRec], question: frozenset[str], retrieved: Sequence[str] = (),

@@ -19,27 +19,21 @@ __all__ = ["answer_parts", "one_message_states_all"]
 
 _SEPARATORS = re.compile(r"\s*(?:[;,]|\band\b|&)\s*", re.IGNORECASE)
 _MAX_PARTS = 6
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-# the comma of a written date ("May 24, 2023", "Saturday after 27 January, 2023") is no separator:
-# the year belongs to the day and month before it
-_DATED_COMMA = re.compile(r"(\b" + _MONTH + r"\s+\d{1,2}(?:st|nd|rd|th)?|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
-                          + _MONTH + r"),\s*(\d{4})\b", re.IGNORECASE)
 
 
 def answer_parts(golden: str, *, question: str = "") -> list[str]:
     """The parts of a golden answer (one item when it has no separate parts, or too many to be a
     short list of facts).
 
-    Parts are cut at commas, semicolons and "and", never inside a date ("May 24, 2023"); a part
-    without content words ("a") joins nothing and is dropped; parts that say the same thing are
-    kept once. A part the ``question`` already says ("Mel" of "Mel and her husband have been
+    Parts are cut at commas, semicolons and "and"; a part without content words ("a") joins
+    nothing and is dropped; parts that say the same thing are kept once. A part the ``question`` already says ("Mel" of "Mel and her husband have been
     married for 5 years" asked "How long have Mel and her husband been married?") is no
     information the answer adds: it is no part of its own.
     """
     asked = content_tokens(question)
     parts: list[str] = []
     seen: set[frozenset[str]] = set()
-    for piece in _SEPARATORS.split(_DATED_COMMA.sub(r"\1 \2", golden)):
+    for piece in _SEPARATORS.split(golden):
         tokens = content_tokens(piece)
         if tokens and tokens not in seen:
             seen.add(tokens)
