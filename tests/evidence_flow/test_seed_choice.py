@@ -241,3 +241,21 @@ def test_a_reply_to_another_question_about_the_same_thing_is_no_better_match(toy
     case = case_factory(ids["query"], "9", [], question=question)
     result = attribute_case_evidence_flow(toy.export(), case, [harvest, planted], evidence_is_pseudo=True, triage=False)
     assert result["evidence"]["seeds"][0] == planted, result["reason"]
+
+
+def test_a_count_tells_no_time_to_a_when_question(toy, case_factory):
+    # The reason: evidence mode follows the statement that tells what the question asks for; a
+    # when-question asks for a time, and "the 3 dogs" is a count, not a time (a year would be one).
+    # Following the count, the memory of the message's other fact would pass for the fact.
+    msg = toy.message("U1:D1:1", "We went camping up on the ridge and slept in a tent. The 3 dogs loved it.", "Wanda")
+    op = toy.op("memory_system.extract_facts", "extraction")
+    facts = toy.node("extracted_facts", ["Wanda's 3 dogs loved the trip"], category="llm_response")
+    toy.edge(op, msg, facts, "extraction")
+    add = toy.op("memory_system.update_memory_decision", "update")
+    unit = toy.node("memory-unit-1", {"id": "1", "memory": "Wanda's 3 dogs loved the trip"}, category="memory_entry")
+    toy.edge(add, facts, unit, "update")
+    question = "When did Wanda go camping?"
+    ids = toy.ask("q1", question, [unit])
+    case = case_factory(ids["query"], "the weekend before 8 May 2023", [msg], question=question)
+    result = attribute_case_evidence_flow(toy.export(), case, triage=False)
+    assert (result["error_type"], result["op_id"]) == ("ExtractionError", op), result["reason"]

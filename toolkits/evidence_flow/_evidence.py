@@ -452,6 +452,15 @@ def resolve_given(view: GraphView, ids: Sequence[str]) -> tuple[list[NodeRec], l
     return [n for n in found if is_message(n)] or found, missing
 
 
+def _tells_asked(fact: Statement, kinds: frozenset[str]) -> bool:
+    """The statement tells what kind of thing the question asks for. A count alone ("the 2 younger
+    kids love nature") tells no time: for a when-question a number counts only as a year."""
+    told = [kind for kind in kinds if kind in fact.anchors]
+    if told == ["number"] and "weekday" in kinds:  # the kinds a when-question asks for
+        return any(_YEAR.fullmatch(n) for n in fact.anchors["number"])
+    return bool(told)
+
+
 def _closest(facts: list[Statement], question: frozenset[str], kinds: frozenset[str] = frozenset()) -> list[Statement]:
     """Evidence mode: the statements that share the most with the question (all when none does).
     A question that asks when, or how many, is answered by a statement that tells a time or a
@@ -460,7 +469,7 @@ def _closest(facts: list[Statement], question: frozenset[str], kinds: frozenset[
     if not facts:
         return []
     facts = [f for f in facts if not _asks(f.text)] or facts  # a question states nothing
-    facts = [f for f in facts if any(kind in f.anchors for kind in kinds)] or facts
+    facts = [f for f in facts if _tells_asked(f, kinds)] or facts
     best = max(len(f.tokens & question) for f in facts)
     if best == 0:
         return facts
