@@ -259,3 +259,15 @@ def test_a_count_tells_no_time_to_a_when_question(toy, case_factory):
     case = case_factory(ids["query"], "the weekend before 8 May 2023", [msg], question=question)
     result = attribute_case_evidence_flow(toy.export(), case, triage=False)
     assert (result["error_type"], result["op_id"]) == ("ExtractionError", op), result["reason"]
+
+
+def test_a_question_handed_over_as_recorded_is_read_as_its_text(toy, case_factory):
+    # The reason: the runner hands the query node's value as recorded, a quoted repr
+    # ("'When did ...?'"); read as it is, the question would not start with "When" and no rule for
+    # when-questions (the seed whose time points to the golden date) would apply.
+    wish = _dated_message(toy, "U1:D1:1", "I want to plant an apricot tree in the garden someday.", "2023-03-01T10:00:00")
+    done = _dated_message(toy, "U1:D2:1", "The apricot tree finally went into the ground yesterday!", "2023-03-13T18:30:00")
+    ids = toy.ask("q1", "When did Wanda plant the apricot tree?", [])
+    case = case_factory(ids["query"], "12 March 2023", [], question=repr("When did Wanda plant the apricot tree?"))
+    result = attribute_case_evidence_flow(toy.export(), case, [wish, done], evidence_is_pseudo=True)
+    assert result["evidence"]["seeds"] == [done], result["reason"]

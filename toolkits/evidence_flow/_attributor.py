@@ -214,7 +214,9 @@ def attribute_case_evidence_flow(
         return missing
 
     golden = _golden_text(case)
-    question = str(_case_field(case, "query") or message_text(query.value))
+    # the runner hands the query node's value as recorded (a quoted repr: "'When did ...?'"), which
+    # would hide the question's first word ("when") from every rule that reads it
+    question = message_text(str(_case_field(case, "query") or query.value))
     if evidence_ids is None and allow_annotated_fallback and not evidence_is_pseudo:
         evidence_ids = _annotated_ids(case, query)
     settings = _Settings(evidence_ids=None if evidence_ids is None else list(evidence_ids),
