@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from smartcomment.runtime.errors import MemTraceError
+from toolkits.stored_values import unquote
 
 __all__ = [
     "ERROR_TYPES",
@@ -385,9 +386,9 @@ def _failed_judgements(graph: Any) -> list[tuple[FailedQueryCase, dict[str, Any]
                 )
         case = FailedQueryCase(
             query_full_node_id=query.full_node_id,
-            query=str(query.value),
+            query=str(unquote(query.value)),
             golden_answer=str(by_class["golden_answers"].value),
-            prediction=str(by_class["prediction"].value),
+            prediction=str(unquote(by_class["prediction"].value)),
             source_evidence_full_node_ids=evidence_ids,
             judge_response=str(by_class["judge_response"].value),
             metadata=metadata,

@@ -124,9 +124,11 @@ def test_collect_failed_queries_from_judge_ops(fixtures_dir):
     assert cases == [
         FailedQueryCase(
             query_full_node_id="query:locomo-qa-1-2@1",
-            query="'Where did Caroline move from four years ago?'",
+            # as the user asked and the model said it, not smartcomment's stored repr ("'Norway'"): a
+            # strategy reading "'When did ...?'" misses its first word, and a report shows the quotes
+            query="Where did Caroline move from four years ago?",
             golden_answer="Sweden",
-            prediction="'Norway'",
+            prediction="Norway",
             source_evidence_full_node_ids=["U1:D2:2@1"],
             judge_response='\'{"label": "WRONG"}\'',
             metadata=cases[0].metadata,

@@ -8,12 +8,13 @@ optimizers turn into feedback.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from toolkits.stored_values import decode_stored_text, unquote
 
 __all__ = ["Attribution", "decode_stored_text", "strip_run_dates", "unquote"]
 
@@ -54,41 +55,7 @@ class Attribution(BaseModel):
         )
 
 
-def decode_stored_text(raw: Any) -> Any:
-    """The Python value of a traced variable stored with smartcomment's default ``repr`` encoding.
-
-    Prompt variables are recorded as ``repr(text)``; this returns ``text``. Anything that is not a
-    Python literal is returned unchanged.
-    """
-    if not isinstance(raw, str):
-        return raw
-    text = raw.strip()
-    if len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0]:
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return raw
-    if text and text[0] in "0123456789-[{(" or text in ("True", "False", "None"):
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return raw
-    return raw
-
-
 _RUN_DATE_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]*)?Today's date is \d{4}-\d{2}-\d{2}\.?[ \t]*\n?", re.MULTILINE)
-
-
-def unquote(text: Any) -> Any:
-    """A text traced with ``repr`` (``"'When did ...?'"``) as the plain text; anything else unchanged.
-
-    Questions and answers read from a graph keep smartcomment's repr quotes; shown to the optimizer
-    they read as part of the question.
-    """
-    if not isinstance(text, str):
-        return text
-    value = decode_stored_text(text)
-    return value if isinstance(value, str) else text
 
 
 def strip_run_dates(text: Any) -> Any:
