@@ -27,7 +27,13 @@ down.
 One fresh run of the whole suite at ``87968c8`` (after D's accented-name fix, 4c4a4b3) measured
 926 attributions: ETA 0.959 / OIA 0.955 (B 0.955 / 0.966, C 0.978, D 1.000, E 0.966 / 0.954 and
 0.954 / 0.943, F 0.885 / 0.872 and 0.859 / 0.846, faultbench 1.000, retrieved / annotated), in
-171 s on 2 cores. The floor is that run's lower number.
+171 s on 2 cores.
+
+One fresh run at ``953f0db`` (after the paraphrase work: the rules judge on reworded memories, the
+seed rules for dated and year answers, the question read without its stored quotes) measured 926
+attributions: ETA 0.970 / OIA 0.967 (B 0.955 / 0.966, C 0.989, D 1.000, E 0.966 / 0.954 and
+0.954 / 0.943, F 0.949 / 0.949 and 0.897 / 0.885, faultbench 1.000), in 241 s on 2 busy cores.
+The floor is that run's lower number, rounded down.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import pytest
 from benchmarks.evidence_flow_suite import MODES, SETS, aggregate, run_suite
 
 #: The aggregate ETA and OIA over every set in both evidence modes (see the module docstring).
-FLOOR = 0.955
+FLOOR = 0.965
 #: How far below the floor a change may take the aggregate (about 9 of 926 attributions).
 TOLERANCE = 0.01
 
