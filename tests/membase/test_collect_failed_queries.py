@@ -32,6 +32,7 @@ def test_collect_failed_queries_matches_the_fake_judge(locomo_path, tmp_path, la
     by_id = {r["qa_pair"]["id"]: r for r in results}
     for case in cases:
         record = by_id[case.query_full_node_id.removeprefix("query:").removesuffix("@1")]
-        assert case.prediction == repr(FIXED_ANSWER)
+        assert case.prediction == FIXED_ANSWER  # the model's text, not its stored repr
+        assert case.query == record["qa_pair"]["question"]
         assert case.golden_answer == ", ".join(record["qa_pair"]["golden_answers"])
         assert case.source_evidence_full_node_ids == [f"{e}@1" for e in record["qa_pair"]["metadata"]["evidence"]]
