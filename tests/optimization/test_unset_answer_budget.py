@@ -15,6 +15,7 @@ import re
 import pytest
 
 from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall
+from tests.optimization._scripted import evidence_template_qa
 from toolkits.optimization import command as optimization_command
 from toolkits.optimization.bundle import MemoryConfigBundle
 from toolkits.optimization.parameters import parameter_registry, unset_answer_parameters
@@ -44,16 +45,8 @@ def _argv(tmp_path, locomo_file, optimizer: str, targets: str = "all") -> list[s
 def scripted(monkeypatch, locomo_file):
     """QA right only under a template starting "Evidence:" (the reflection's proposal), a string-match judge."""
     from toolkits.optimization import gepa_backend, pipeline
-    from toolkits.optimization.sampling import load_full_dataset
 
-    full = load_full_dataset(locomo_file, max_sessions=1, max_questions=2)
-    answers = {q.question: q.golden_answers[0] for qs in full.qa_pair_lists for q in qs}
-
-    def qa(messages, **_kw):
-        prompt = messages[-1]["content"]
-        question = re.search(r"Question: (?:\w+: )?(.*)", prompt)
-        text = question.group(1).strip() if question else ""
-        return answers.get(text, "no idea") if prompt.startswith("Evidence:") else "no idea"
+    qa = evidence_template_qa(locomo_file)
 
     real = pipeline.chat_model_from_spec
     monkeypatch.setattr(pipeline, "chat_model_from_spec", lambda spec, **kw: (

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optimization._scripted import evidence_template_qa
+
 pytest.importorskip("mem0", reason="the Mem0 layer needs mem0ai 1.0.5 (pip install 'memtrace-llm[mem0]')")
 
 from membase.clients import STRUCTURED_OUTPUT_TOOL, FunctionChatModel, ToolCall  # noqa: E402
@@ -51,16 +53,8 @@ def _optimizer(_call_index):
 @pytest.fixture()
 def scripted_qa(locomo_file, monkeypatch):
     from toolkits.optimization import pipeline
-    from toolkits.optimization.sampling import load_full_dataset
 
-    full = load_full_dataset(locomo_file, max_sessions=1, max_questions=2)
-    answers = {q.question: q.golden_answers[0] for qs in full.qa_pair_lists for q in qs}
-
-    def qa(messages, **_kw):
-        prompt = messages[-1]["content"]
-        question = re.search(r"Question: (?:\w+: )?(.*)", prompt)
-        text = question.group(1).strip() if question else ""
-        return answers.get(text, "no idea") if prompt.startswith("Evidence:") else "no idea"
+    qa = evidence_template_qa(locomo_file)
 
     def judge(messages, **_kw):
         prompt = messages[-1]["content"]
