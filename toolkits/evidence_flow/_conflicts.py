@@ -189,8 +189,8 @@ _VAGUE_TIMES = {"recently": frozenset({"yesterday", "ago", "last", "earlier"}),
 def replaced_answer_word(c: ConflictCase) -> str | None:
     """One word of a short answer (two to four words) is missing and, beside the answer word that
     stood next to it, the segment has a noun the evidence never says ("a teapot shaped like an owl"
-    for "... like a cat"). A longer answer is a description a memory may reword ("taking first
-    place" for "winning first place", "peace and quiet" for "peacefulness")."""
+    for "... like a cat"). A longer answer is a description a memory may reword ("taking the silver
+    medal" for "winning the silver medal")."""
     probe = c.probe
     answer = probe.answer_sequence
     if probe.mode != "answer" or not 2 <= len(answer) <= _SHORT_ANSWER:

@@ -164,9 +164,10 @@ def _position(view: GraphView, node: NodeRec) -> int:
 
 def _replied_score(view: GraphView, node: NodeRec, question: frozenset[str]) -> float:
     """The share of the question, beyond the message's own words, that the question it replies to
-    asks, times how much of what that asks the question asks too: "We planned to play the console" replies to "Have you thought about resuming yoga?" and
-    so answers "What did they plan instead of resuming yoga?" (a reply is about what it was asked,
-    as a message that only asks hands over to its reply)."""
+    asks, times how much of what that asks the question asks too: "Nope, we will bake rye bread at
+    home" replies to "Skipping the pottery class?" and so answers "What will Wanda do instead of the
+    pottery class?" (a reply is about what it was asked, as a message that only asks hands over to
+    its reply)."""
     at = _position(view, node)
     if not question or at == 0:
         return 0.0

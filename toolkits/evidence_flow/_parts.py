@@ -26,8 +26,8 @@ def answer_parts(golden: str, *, question: str = "") -> list[str]:
     short list of facts).
 
     Parts are cut at commas, semicolons and "and"; a part without content words ("a") joins
-    nothing and is dropped; parts that say the same thing are kept once. A part the ``question`` already says ("Mel" of "Mel and her husband have been
-    married for 5 years" asked "How long have Mel and her husband been married?") is no
+    nothing and is dropped; parts that say the same thing are kept once. A part the ``question`` already says ("Ines" of "Ines and her sister have run
+    the bakery for 7 years" asked "How long have Ines and her sister run the bakery?") is no
     information the answer adds: it is no part of its own.
     """
     asked = content_tokens(question)
