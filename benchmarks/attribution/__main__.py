@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from membase.utils.argtypes import output_folder, positive_int
+from membase.utils.flag_rules import IgnoredFlag, check_ignored_flags
 
 __all__ = ["DATA_DIR", "main"]
 
@@ -60,6 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--annotated", action="store_true",
                        help="with --attribute: start from the annotated evidence (--starting-nodes-type source_evidence)")
     return parser
+
+
+_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (
+    IgnoredFlag(flags=("--annotated",), ignored_when=lambda args: args.command == "score" and args.attribute is None,
+                mode="without --attribute", reason="it chooses the starting evidence of the evidence_flow run "
+                "--attribute DIR makes; the given outputs are scored as they are"),
+)
+"""Flags that do nothing in the chosen mode (:mod:`membase.utils.flag_rules`)."""
 
 
 def _list() -> int:
@@ -127,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; 0 on success, 2 on bad input (one ``error:`` line)."""
     from benchmarks.attribution.data import BenchmarkError
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    check_ignored_flags(parser, argv, args, _IGNORED_FLAGS)
     try:
         if args.command == "list":
             return _list()

@@ -20,6 +20,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from membase.utils.flag_rules import IgnoredFlag, check_ignored_flags
+
 __all__ = ["build_parser", "cli", "main"]
 
 _RULE = "=" * 80
@@ -81,21 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _ignored_flag_rules() -> tuple:
-    """Flags that do nothing in the chosen mode (:mod:`toolkits._flag_rules`)."""
-    from toolkits._flag_rules import IgnoredFlag
-
-    return (
-        IgnoredFlag(
-            flags=("--model", "--temperature", "--stream", "--batch-size", "--max-op-xml-tokens", "--max-tokens",
-                   "--llama-cpp-compat", "--max-retries", "--retry-backoff", "--batch-timeout", "--restart",
-                   "--target-system-overview", "--api-config-path", "--project"),
-            ignored_when=lambda args: args.no_llm, mode="with --no-llm",
-            reason="no model is called (drop --no-llm for the written analysis)"),
-        IgnoredFlag(flags=("--otel-capture-content",),
-                    ignored_when=lambda args: not (args.otel_jsonl or args.otel_endpoint),
-                    mode="without --otel-jsonl or --otel-endpoint", reason="no span is exported"),
-    )
+_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (
+    IgnoredFlag(
+        flags=("--model", "--temperature", "--stream", "--batch-size", "--max-op-xml-tokens", "--max-tokens",
+               "--llama-cpp-compat", "--max-retries", "--retry-backoff", "--batch-timeout", "--restart",
+               "--target-system-overview", "--api-config-path", "--project"),
+        ignored_when=lambda args: args.no_llm, mode="with --no-llm",
+        reason="no model is called (drop --no-llm for the written analysis)"),
+    IgnoredFlag(flags=("--otel-capture-content",), ignored_when=lambda args: not (args.otel_jsonl or args.otel_endpoint),
+                mode="without --otel-jsonl or --otel-endpoint", reason="no span is exported"),
+)
+"""Flags that do nothing in the chosen mode (:mod:`membase.utils.flag_rules`)."""
 
 
 def _error(message: str) -> int:
@@ -125,9 +123,7 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[int], An
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    from toolkits._flag_rules import check_ignored_flags
-
-    check_ignored_flags(parser, argv, args, _ignored_flag_rules())
+    check_ignored_flags(parser, argv, args, _IGNORED_FLAGS)
     if args.max_retries < 0:
         parser.error(f"--max-retries must be >= 0, got {args.max_retries}")
     if args.examples_per_op < 0:
