@@ -30,7 +30,10 @@ Each method builds its layers anew (its own hit tables), sharing only the on-dis
 cache, so ``builds`` and wall time compare the methods' cost; embeddings computed by an earlier
 row are cache hits for a later one. ``builds`` counts the objective's builds (one per distinct
 construction config and conversation set) plus, for guided rows, the traced run of each round
-(``traced_runs``), which builds the training conversations' memory once more. Results go to
+(``traced_runs``), which builds the training conversations' memory of the round's incumbent.
+The objective adopts that memory for the incumbent's score instead of building it again
+(``builds.adopted`` in the results, not added: the traced run is that build), so a traced run
+counts once, as the incumbent's build. Results go to
 ``--output-path`` after every row; a rerun skips finished rows (``--rerun`` recomputes them) and
 the loops resume from their folders.
 
@@ -184,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 eval_obj.close()
             row.update(wall_seconds=time.perf_counter() - started,
                        builds={"train": train_obj.builds, "held_out": eval_obj.builds,
-                               "traced": row.get("traced_runs", 0)},
+                               "traced": row.get("traced_runs", 0), "adopted": getattr(train_obj, "adopted", 0)},
                        n_questions={"train": len(train_obj.questions), "held_out": len(eval_obj.questions)})
             results[name] = row
             atomic_write_json(output, {"meta": meta, "rows": results, "over_seeds": over_seeds(results)})
@@ -359,7 +362,11 @@ def over_seeds(rows: dict[str, Any]) -> dict[str, Any]:
 
 
 def _builds(row: dict[str, Any]) -> int:
-    """Layer builds of a row: the objective's (train and held-out) and the guided rounds' traced runs."""
+    """Layer builds of a row: the objective's (train and held-out) and the guided rounds' traced runs.
+
+    ``adopted`` (incumbent tables read off a traced run's memory) is not added: those builds are
+    the traced runs.
+    """
     builds = row.get("builds", {})
     return builds.get("train", 0) + builds.get("held_out", 0) + builds.get("traced", 0)
 

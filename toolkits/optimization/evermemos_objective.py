@@ -15,7 +15,10 @@ config. Unlike NaiveRAG's search, agentic retrieval is not a prefix of a longer 
 ``top_k`` is scored by its own retrieval (results are cached per point in memory).
 
 :class:`EverMemOSRoundStep` is the parameter loop's round step with this criterion for choosing
-the missed questions of the traced run (the base step tests NaiveRAG's stored message text).
+the missed questions of the traced run (the base step tests NaiveRAG's stored message text). The
+memory its traced run builds and saves is loaded instead of built again
+(:meth:`EverMemOSRecallObjective.adopt_saved_memory`): the saved state holds the memcells, the
+BM25 corpus and the vectors, so loading it costs no model call.
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ def evermemos_questions(dataset: Any) -> tuple[list[RecallQuestion], dict[str, i
 
 @dataclass(kw_only=True)
 class _Built:
-    workdir: Path
+    workdir: Path | None
+    """The folder the objective built in (removed on close); None: a run's saved memory, not ours."""
     layers: dict[str, Any]
 
 
@@ -114,6 +118,8 @@ class EverMemOSRecallObjective:
         self.builds = 0
         """Memory builds run by this object (one per construction config)."""
         self.build_seconds = 0.0
+        self.adopted = 0
+        """Memories loaded from another run's save instead of built (:meth:`adopt_saved_memory`)."""
 
     def evaluate(self, fields: Mapping[str, Any] | None = None, top_k: int = 10) -> RecallResult:
         """Recall of ``base_fields`` updated by ``fields`` (retrieval config merged), retrieving ``top_k``.
@@ -136,12 +142,38 @@ class EverMemOSRecallObjective:
         """Whether every evidence sentence of ``question`` is in the budgeted context of ``memories``."""
         return evidence_reaches(self._builder(list(memories)), question)
 
+    def adopt_saved_memory(self, fields: Mapping[str, Any] | None, folder: str | Path, dataset: Any) -> bool:
+        """Use the memory a run already built and saved for the construction config of ``fields``.
+
+        ``folder`` holds one saved layer per conversation (``<folder>/<conversation id>/``) built
+        from ``dataset``. Each scored conversation's layer is loaded with its ``load_memory``
+        (memcells, BM25 corpus and vectors: no model call) and every later evaluation of that
+        construction config retrieves from it. Only the caller knows the save is complete: call
+        this for a run that built every conversation without a failure.
+
+        Returns:
+            True when the memory is there (adopted now, or built already); False when a saved
+            memory is missing, unreadable, of another config or conversation: nothing is kept
+            then, and :meth:`evaluate` builds as before.
+        """
+        construction = {k: v for k, v in self._merged(fields).items() if k != _RETRIEVAL}
+        key = json.dumps(construction, sort_keys=True, default=str)
+        if key in self._built:
+            return True
+        layers = self._saved_layers(construction, Path(folder), dataset)
+        if layers is None:
+            return False
+        self._built[key] = _Built(workdir=None, layers=layers)
+        self.adopted += 1
+        return True
+
     def close(self) -> None:
-        """Remove the built memories."""
+        """Remove the built memories (a run's saved memory that was adopted stays where it is)."""
         for built in self._built.values():
             for layer in built.layers.values():
                 layer.cleanup()
-            shutil.rmtree(built.workdir, ignore_errors=True)
+            if built.workdir is not None:
+                shutil.rmtree(built.workdir, ignore_errors=True)
         self._built.clear()
 
     # -- internals ------------------------------------------------------------------------------
@@ -198,6 +230,49 @@ class EverMemOSRecallObjective:
                 layer.flush()
                 built.layers[traj.id] = layer
         return built
+
+
+    def _saved_layers(self, construction: dict[str, Any], folder: Path, dataset: Any) -> dict[str, Any] | None:
+        """The scored conversations' layers saved under ``folder``, loaded; None when one cannot serve."""
+        ours = {traj.id: traj for traj, _ in self.dataset}
+        theirs = {traj.id: traj for traj, _ in dataset}
+        layers: dict[str, Any] = {}
+        for conversation in dict.fromkeys(q.conversation for q in self.questions):
+            saved = theirs.get(conversation)
+            layer = None
+            if saved is not None and saved.messages == ours[conversation].messages:
+                try:
+                    layer = self._saved_layer(construction, conversation, folder / conversation)
+                except Exception:  # noqa: BLE001 - any unreadable save falls back to a build
+                    layer = None
+            if layer is None:
+                for loaded in layers.values():
+                    loaded.cleanup()
+                return None
+            layers[conversation] = layer
+        return layers
+
+    def _saved_layer(self, construction: dict[str, Any], user_id: str, save_dir: Path) -> Any:
+        """The layer saved in ``save_dir``, loaded, if its construction config is ``construction`` (else None)."""
+        from membase.layers import build_layer_config
+        from membase.layers.base import CONFIG_FILENAME, redact_secrets
+        from membase.layers.evermemos.layer import EverMemOSLayer
+
+        path = save_dir / CONFIG_FILENAME
+        if not path.is_file():
+            return None
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        config = build_layer_config(LAYER_TYPE, user_id=user_id, save_dir=str(save_dir), **construction)
+        expected = redact_secrets({"layer_type": LAYER_TYPE, **config.model_dump(mode="json")})
+        ignored = ("save_dir", _RETRIEVAL)  # the retrieval config is set per evaluation
+        if not isinstance(stored, dict) or {k: v for k, v in expected.items() if k not in ignored} != {
+                k: v for k, v in stored.items() if k not in ignored}:
+            return None
+        layer = EverMemOSLayer(config)
+        if not layer.load_memory(user_id):
+            layer.cleanup()
+            return None
+        return layer
 
 
 class EverMemOSRoundStep(ParameterRoundStep):

@@ -18,6 +18,10 @@ distinct construction config: the layer retrieves ``k_max`` memories per questio
 hit of every ``top_k`` ≤ ``k_max`` is read off that ranking (qdrant's local search is exact, so the
 first k of the top ``k_max`` are the top k). Hit tables are cached in memory and, with a cache
 folder, on disk; embeddings go through :class:`toolkits._embeddings.CachedEmbedder`.
+
+A run that already built and saved a config's memory (the parameter loop's traced run) can hand
+it over instead of a build: :meth:`ContextRecallObjective.adopt_saved_memory` loads each
+conversation's saved layer and fills the config's hit table from it, the same way a build does.
 """
 
 from __future__ import annotations
@@ -238,6 +242,8 @@ class ContextRecallObjective:
         self.builds = 0
         """Layer builds run by this object (cache misses)."""
         self.build_seconds = 0.0
+        self.adopted = 0
+        """Hit tables filled from memories another run built and saved (:meth:`adopt_saved_memory`)."""
 
     # -- public ---------------------------------------------------------------------------------
     def evaluate(self, fields: Mapping[str, Any] | None = None, top_k: int = 10) -> RecallResult:
@@ -268,6 +274,36 @@ class ContextRecallObjective:
                 self._write_cached(key, table)
             self._tables[key] = table
         return table
+
+    def adopt_saved_memory(self, fields: Mapping[str, Any] | None, folder: str | Path, dataset: Any) -> bool:
+        """Fill the hit table of a config from the memory a run already built and saved, with no build.
+
+        ``folder`` holds one saved layer per conversation (``<folder>/<conversation id>/``, as
+        membase's construction runner writes them) built from ``dataset`` with the config
+        ``base_fields`` updated by ``fields``. Each scored conversation's layer is loaded with its
+        ``load_memory`` and retrieves ``k_max`` memories per question with tracing off, and the
+        hits are computed as a build computes them, so a later :meth:`evaluate` of that config is
+        a cache hit. Only the caller knows the save is complete (no failed message): call this for
+        a run that built every conversation without a failure.
+
+        Returns:
+            True when the table is there (adopted now, or already cached); False when a saved
+            memory is missing, unreadable, of another layer, config or conversation: nothing is
+            stored then, and :meth:`evaluate` builds the config as before.
+        """
+        merged = {**self.base_fields, **dict(fields or {})}
+        key = self._key(merged)
+        if key in self._tables:
+            return True
+        cached = self._read_cached(key)
+        if cached is None:
+            cached = self._table_from_saved(merged, Path(folder), dataset)
+            if cached is None:
+                return False
+            self.adopted += 1
+            self._write_cached(key, cached)
+        self._tables[key] = cached
+        return True
 
     def close(self) -> None:
         """Close the embedding cache."""
@@ -304,14 +340,25 @@ class ContextRecallObjective:
         config = build_layer_config("Long-Context", user_id=user_id, save_dir=save_dir, **fields)
         return LongContextLayer(config)
 
+    def _by_conversation(self) -> dict[str, list[RecallQuestion]]:
+        by_conversation: dict[str, list[RecallQuestion]] = {}
+        for q in self.questions:
+            by_conversation.setdefault(q.conversation, []).append(q)
+        return by_conversation
+
+    def _score_layer(self, layer: Any, questions: Sequence[RecallQuestion], table: dict[str, list[bool]]) -> None:
+        """Hits of ``questions`` for every ``top_k`` from one built layer (tracing must be off)."""
+        layer.prefetch_queries([q.question for q in questions])
+        for q in questions:
+            memories = layer.retrieve(q.question, k=self.k_max)
+            table[q.qa_id] = hits_by_k(memories, q, self.budget, self.k_max)
+
     def _build(self, fields: dict[str, Any]) -> dict[str, list[bool]]:
         from tqdm.auto import tqdm
 
         from smartcomment import tracing_enabled
 
-        by_conversation: dict[str, list[RecallQuestion]] = {}
-        for q in self.questions:
-            by_conversation.setdefault(q.conversation, []).append(q)
+        by_conversation = self._by_conversation()
         table: dict[str, list[bool]] = {}
         workdir = Path(tempfile.mkdtemp(prefix="context_recall_"))
         try:
@@ -327,15 +374,79 @@ class ContextRecallObjective:
                                             disable=not self.show_progress):
                             layer.add_message(message)
                         layer.flush()
-                        layer.prefetch_queries([q.question for q in questions])
-                        for q in questions:
-                            memories = layer.retrieve(q.question, k=self.k_max)
-                            table[q.qa_id] = hits_by_k(memories, q, self.budget, self.k_max)
+                        self._score_layer(layer, questions, table)
                     finally:
                         layer.cleanup()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return table
+
+    # -- adopting a saved memory ------------------------------------------------------------------
+    def _table_from_saved(self, merged: dict[str, Any], folder: Path, dataset: Any) -> dict[str, list[bool]] | None:
+        """The hit table of ``merged`` from the layers saved under ``folder``; None when one cannot serve."""
+        from smartcomment import tracing_enabled
+
+        ours = {traj.id: traj for traj, _ in self.dataset}
+        theirs = {traj.id: traj for traj, _ in dataset}
+        table: dict[str, list[bool]] = {}
+        with tracing_enabled(False):
+            for conversation, questions in self._by_conversation().items():
+                saved = theirs.get(conversation)
+                if saved is None or saved.messages != ours[conversation].messages:
+                    return None  # built from other messages: another memory
+                try:
+                    layer = self._saved_layer(merged, conversation, folder / conversation)
+                except Exception:  # noqa: BLE001 - any unreadable save falls back to a build
+                    return None
+                if layer is None:
+                    return None
+                try:
+                    self._score_layer(layer, questions, table)
+                except Exception:  # noqa: BLE001 - a save that cannot answer falls back to a build
+                    return None
+                finally:
+                    layer.cleanup()
+        return table
+
+    def _saved_layer(self, merged: dict[str, Any], user_id: str, save_dir: Path) -> Any:
+        """The layer saved in ``save_dir``, loaded, if it was built with ``merged`` (else None).
+
+        The saved ``config.json`` must equal the config ``merged`` makes, but for the folder and
+        the NaiveRAG store kind (``local`` and ``memory`` hold the same documents and vectors).
+        """
+        from membase.layers import build_layer_config
+        from membase.layers.base import CONFIG_FILENAME, redact_secrets
+        from membase.layers.long_context import LongContextLayer
+        from membase.layers.naive_rag import NaiveRAGLayer
+
+        path = save_dir / CONFIG_FILENAME
+        if not path.is_file():
+            return None
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(stored, dict) or stored.get("layer_type") != self.layer_type:
+            return None
+        fields = dict(merged)
+        if self.layer_type == "NaiveRAG":
+            kinds = ("local", "memory")
+            if stored.get("vector_store") not in kinds or fields.get("vector_store", "local") not in kinds:
+                return None  # a server collection may have changed since
+            fields["vector_store"] = stored["vector_store"]
+        config = build_layer_config(self.layer_type, user_id=user_id, save_dir=str(save_dir), **fields)
+        expected = redact_secrets({"layer_type": self.layer_type, **config.model_dump(mode="json")})
+        if {k: v for k, v in expected.items() if k != "save_dir"} != {k: v for k, v in stored.items()
+                                                                       if k != "save_dir"}:
+            return None
+        layer = NaiveRAGLayer(config, embedder=self.embedder) if self.layer_type == "NaiveRAG" else LongContextLayer(
+            config)
+        try:
+            loaded = layer.load_memory(user_id)
+        except BaseException:
+            layer.cleanup()
+            raise
+        if not loaded:
+            layer.cleanup()
+            return None
+        return layer
 
     def _embed_ahead(self, layer: Any, messages: Sequence[Any], questions: Sequence[RecallQuestion]) -> None:
         """Embed the conversation's documents and questions in one call before the build.

@@ -5,7 +5,10 @@ It plugs a :class:`ParameterRoundStep` into the prompt loop's round driver
 
 1. **traced run** of the current bundle (:func:`toolkits.optimization.pipeline.run_pipeline`;
    the answering step gets the context cut to the token budget and a fixed placeholder answer,
-   so no model is called);
+   so no model is called); the memory it built is handed to the objective
+   (``adopt_saved_memory``), so scoring the incumbent in step 5 builds nothing
+   (``incumbent_memory_from_traced_run`` in the summary; False: its table was there already, from
+   the previous round's trials, or the objective builds it as before);
 2. **failed cases** = the questions whose evidence did not reach that context
    (``failed_cases.json``);
 3. **attribution** with ``evidence_flow`` through :class:`toolkits.runner.MemTraceRunner`
@@ -360,6 +363,7 @@ class ParameterRoundStep:
         )
         scored = {q.qa_id: q for q in recall_questions(ctx.dataset)[0]}
         run = run_pipeline(bundle, ctx.dataset, ctx.folder / "run", settings)
+        adopted = self._adopt_traced_memory(run, bundle, ctx.dataset)
         cases, graphs, hits = self._failed_cases(run, scored)
         atomic_write_json(ctx.folder / FAILED_CASES_FILENAME, [c.model_dump(mode="json") for c in cases])
         attributed = cases
@@ -391,6 +395,7 @@ class ParameterRoundStep:
         prompt_fields = sorted({f for g in groups for f in g.by_field if self.registry.get(f).kind == "prompt"})
         summary = {
             "traced_run_recall": sum(hits.values()) / len(hits) if hits else 0.0,
+            "incumbent_memory_from_traced_run": adopted,
             "num_failed_queries": len(cases),
             "num_cases_attributed": len(attributed),
             "num_attributed": len(attributions),
@@ -404,6 +409,20 @@ class ParameterRoundStep:
             "prompt_targets_not_searched": prompt_fields,
         }
         return ranked, summary
+
+    def _adopt_traced_memory(self, run: Any, bundle: MemoryConfigBundle, dataset: Any) -> bool:
+        """Hand the memory the traced run built to the objective, so scoring the incumbent builds nothing.
+
+        Only a run that built every conversation without a failure is handed over (a failed
+        message would leave a partial memory); an objective that cannot adopt builds as before.
+        """
+        adopt = getattr(self.objective, "adopt_saved_memory", None)
+        construction = run.reports.get("construction", {})
+        if adopt is None or construction.get("failures") or construction.get("users_failed"):
+            return False
+        before = getattr(self.objective, "adopted", 0)
+        # False also when the incumbent was scored before (a trial of the last round): nothing to adopt
+        return bool(adopt(bundle.layer_fields(), run.folder, dataset)) and getattr(self.objective, "adopted", 0) > before
 
     def _failed_cases(self, run: Any, scored: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[str, bool]]:
         from membase.runners._common import read_graph
