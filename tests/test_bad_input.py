@@ -199,9 +199,10 @@ def test_attribution_named_files_that_cannot_serve(tmp_path, capsys, a_file, fla
     ("flags", "fragment"),
     [
         (["--exploration-strategy", "evidence_flow", "--evidence-flow-seed"],
-         "--evidence-flow-seed seeds the graph_search agent; it does nothing with --exploration-strategy evidence_flow"),
+         "--evidence-flow-seed has no effect with --exploration-strategy evidence_flow: it seeds the graph_search agent"),
         (["--exploration-strategy", "long_context", "--obs-identities"],
-         "--obs-identities is for operation_block_search; it does nothing with --exploration-strategy long_context"),
+         "--obs-identities has no effect with --exploration-strategy long_context: it is for operation_block_search's "
+         "flat log"),
     ],
     ids=["seed-without-graph-search", "identities-without-flat-log"],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from membase.utils.argtypes import (
     non_negative_float,
@@ -11,12 +12,15 @@ from membase.utils.argtypes import (
     positive_float,
     positive_int,
 )
+from membase.utils.flag_rules import IgnoredFlag
 from toolkits.retrieval import QUERY_TYPES, RETRIEVAL_TYPES
 
 __all__ = [
+    "FAN_OUT_IGNORED_FLAGS",
     "add_fan_out_arguments",
     "add_retrieval_arguments",
     "fan_out_plan",
+    "retrieval_ignored_flags",
     "non_negative_float",
     "non_negative_int",
     "positive_float",
@@ -67,6 +71,39 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
         "--embedding-cache-dir", type=output_folder, default=None,
         help="persistent embedding cache (default: memory only, or <cache-dir>/embeddings)",
     )
+
+
+_EMBEDDING_FLAGS = ("--embedding-provider", "--embedding-model-name", "--embedding-dimensions", "--embedding-base-url",
+                    "--embedding-api-key", "--embedding-batch-size", "--embedding-cache-dir")
+_RETRIEVAL_FLAGS = ("--retrieval-type", "--starting-point-query-type", "--candidate-multiplier", "--retrieval-algorithm",
+                    *_EMBEDDING_FLAGS)
+
+
+def retrieval_ignored_flags(retrieves: Callable[[argparse.Namespace], bool], no_retrieval: str, *,
+                            warn_without_retrieval: bool = False) -> tuple[IgnoredFlag, ...]:
+    """Rules for the flags of :func:`add_retrieval_arguments` (see :mod:`membase.utils.flag_rules`).
+
+    Args:
+        retrieves: Whether the parsed arguments retrieve evidence at all.
+        no_retrieval: The mode in which nothing is retrieved, as the message names it.
+        warn_without_retrieval: Only warn about retrieval flags given where nothing is retrieved.
+    """
+    return (
+        IgnoredFlag(flags=_RETRIEVAL_FLAGS, ignored_when=lambda args: not retrieves(args), mode=no_retrieval,
+                    reason="no evidence is retrieved", warn_only=warn_without_retrieval),
+        IgnoredFlag(flags=_EMBEDDING_FLAGS, ignored_when=lambda args: retrieves(args) and args.retrieval_type == "sparse",
+                    mode="with --retrieval-type sparse", reason="BM25 embeds nothing"),
+        IgnoredFlag(flags=("--candidate-multiplier",),
+                    ignored_when=lambda args: retrieves(args) and args.retrieval_type != "hybrid",
+                    mode=lambda args: f"with --retrieval-type {args.retrieval_type}", reason="it sizes hybrid's fusion"),
+    )
+
+
+FAN_OUT_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (
+    IgnoredFlag(flags=("--ray-address",), ignored_when=lambda args: args.executor != "ray",
+                mode="without --executor ray", reason="the cases run on this machine"),
+)
+"""Rules for the flags of :func:`add_fan_out_arguments`."""
 
 
 def add_fan_out_arguments(parser: argparse.ArgumentParser) -> None:

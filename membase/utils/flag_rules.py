@@ -29,8 +29,8 @@ class IgnoredFlag:
     """Option strings as in ``add_argument`` (the long form), e.g. ``("--model", "--temperature")``."""
     ignored_when: Callable[[argparse.Namespace], bool]
     """The mode in which the flags are ignored, read from the parsed arguments."""
-    mode: str
-    """The chosen mode as the message names it, e.g. ``"with --no-llm"``."""
+    mode: str | Callable[[argparse.Namespace], str]
+    """The chosen mode as the message names it, e.g. ``"with --no-llm"`` (or built from the arguments)."""
     reason: str = ""
     """Why the mode ignores them, or what to do instead (appended after a colon)."""
     warn_only: bool = False
@@ -50,9 +50,11 @@ def given_destinations(parser: argparse.ArgumentParser, argv: Sequence[str] | No
     """The ``dest`` of every argument typed in ``argv`` (``None``: ``sys.argv[1:]``).
 
     Call it only after ``parser.parse_args(argv)`` succeeded: the second parse then cannot fail.
-    Destinations set by ``parser.set_defaults`` are reported as given; rules should not name them.
+    Destinations of positionals and of ``parser.set_defaults`` are always reported: rules name options only.
     """
-    actions = [a for a in _all_actions(parser) if not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
+    # positionals keep their defaults: an absent ``nargs="?"`` one is checked against its choices
+    actions = [a for a in _all_actions(parser) if a.option_strings
+               and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
     saved = [(action, action.default) for action in actions]
     try:
         for action in actions:
@@ -87,7 +89,8 @@ def ignored_flag_problems(parser: argparse.ArgumentParser, argv: Sequence[str] |
         named = [shown for dest, shown in (_spelling(parser, flag, args) for flag in rule.flags) if dest in given]
         if named:
             verb = "has" if len(named) == 1 else "have"
-            text = f"{', '.join(named)} {verb} no effect {rule.mode}"
+            mode = rule.mode if isinstance(rule.mode, str) else rule.mode(args)
+            text = f"{', '.join(named)} {verb} no effect {mode}"
             problems.append((rule, f"{text}: {rule.reason}" if rule.reason else text))
     return problems
 

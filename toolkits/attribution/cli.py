@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from membase.utils.flag_rules import IgnoredFlag, check_ignored_flags
 from toolkits.attribution.inputs import AttributionInputError
 from toolkits.attribution.session import EXIT_INTERRUPTED, EXIT_USAGE, run_attribution
 from toolkits.bench_utils import MEMTRACEBENCH_SPLITS
@@ -147,16 +148,73 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _strategy_conflict(args: argparse.Namespace) -> str | None:
-    """A flag of one built-in strategy given with another, where it would do nothing (None: no conflict)."""
-    strategy = args.exploration_strategy
-    if strategy not in STRATEGIES:  # a registered strategy may read any flag
-        return None
-    if args.evidence_flow_seed and strategy != "graph_search":
-        return f"--evidence-flow-seed seeds the graph_search agent; it does nothing with --exploration-strategy {strategy}"
-    if args.obs_identities and strategy != "operation_block_search":
-        return f"--obs-identities is for operation_block_search; it does nothing with --exploration-strategy {strategy}"
-    return None
+def _builtin(args: argparse.Namespace) -> str | None:
+    """The built-in strategy of the run, or None for a registered one (which may read any flag)."""
+    return args.exploration_strategy if args.exploration_strategy in STRATEGIES else None
+
+
+def _runs_evidence_flow(args: argparse.Namespace) -> bool:
+    return _builtin(args) == "evidence_flow" or (_builtin(args) == "graph_search" and args.evidence_flow_seed)
+
+
+def _with_strategy(args: argparse.Namespace) -> str:
+    return f"with --exploration-strategy {args.exploration_strategy}"
+
+
+def _ignored_flags() -> tuple[IgnoredFlag, ...]:
+    """Flags that do nothing in the chosen mode (:mod:`membase.utils.flag_rules`)."""
+    from toolkits._cli import FAN_OUT_IGNORED_FLAGS, retrieval_ignored_flags
+
+    def strategy_in(*names: str) -> Callable[[argparse.Namespace], bool]:
+        return lambda args: _builtin(args) in names
+
+    def retrieves(args: argparse.Namespace) -> bool:
+        return args.provide_starting_nodes and args.starting_nodes_type == "pseudo_source_evidence"
+
+    no_retrieval = ("without retrieved starting nodes (--no-provide-starting-nodes or --starting-nodes-type "
+                    "source_evidence)")
+    return (
+        IgnoredFlag(flags=("--evidence-flow-seed",), ignored_when=strategy_in(*set(STRATEGIES) - {"graph_search"}),
+                    mode=_with_strategy, reason="it seeds the graph_search agent"),
+        IgnoredFlag(flags=("--obs-identities",), ignored_when=strategy_in(*set(STRATEGIES) - {"operation_block_search"}),
+                    mode=_with_strategy, reason="it is for operation_block_search's flat log"),
+        IgnoredFlag(flags=("--full-log-token-limit",), ignored_when=strategy_in(*set(STRATEGIES) - {"long_context"}),
+                    mode=_with_strategy, reason="it is the long_context strategy's budget"),
+        # warnings, not errors: settings every agent shares, which a loop over the strategies (or over the
+        # starting-evidence modes) passes to each run, tests/runner/test_label_independence.py among them
+        IgnoredFlag(flags=("--context-window", "--keep-recent"), ignored_when=strategy_in("long_context", "evidence_flow"),
+                    mode=_with_strategy, reason="no agent memory is compressed", warn_only=True),
+        IgnoredFlag(flags=("--temperature", "--stream", "--max-tokens", "--llama-cpp-compat", "--max-iters",
+                           "--max-context-limit", "--use-system-prior", "--custom-prior"),
+                    ignored_when=strategy_in("evidence_flow"), mode=_with_strategy, reason="no agent model runs",
+                    warn_only=True),
+        IgnoredFlag(flags=("--model-name",), ignored_when=lambda args: _builtin(args) == "evidence_flow" and (
+                        args.evidence_flow_judge != "llm" or args.evidence_flow_judge_model is not None),
+                    mode=lambda args: f"with --exploration-strategy evidence_flow and --evidence-flow-judge "
+                    f"{args.evidence_flow_judge}" + (" --evidence-flow-judge-model" if args.evidence_flow_judge_model
+                                                      else ""),
+                    reason="no model of that name is called", warn_only=True),
+        IgnoredFlag(flags=("--evidence-flow-judge", "--evidence-flow-judge-model", "--evidence-flow-triage"),
+                    ignored_when=lambda args: _builtin(args) is not None and not _runs_evidence_flow(args),
+                    mode=_with_strategy, reason="no evidence_flow trail is followed (it runs with evidence_flow, "
+                    "or with graph_search --evidence-flow-seed)"),
+        IgnoredFlag(flags=("--evidence-flow-judge-model",),
+                    ignored_when=lambda args: _runs_evidence_flow(args) and args.evidence_flow_judge != "llm",
+                    mode=lambda args: f"with --evidence-flow-judge {args.evidence_flow_judge}",
+                    reason="only the llm judge calls a model"),
+        IgnoredFlag(flags=("--starting-nodes-type",), ignored_when=lambda args: not args.provide_starting_nodes,
+                    mode="with --no-provide-starting-nodes", reason="no starting node is handed over"),
+        IgnoredFlag(flags=("--num-starting-points",), ignored_when=lambda args: not retrieves(args), mode=no_retrieval,
+                    reason="no evidence is retrieved", warn_only=True),
+        *retrieval_ignored_flags(retrieves, no_retrieval, warn_without_retrieval=True),
+        IgnoredFlag(flags=("--seed",), ignored_when=lambda args: args.sample_size is None,
+                    mode="without --sample-size", reason="every graph is attributed, none is drawn"),
+        *FAN_OUT_IGNORED_FLAGS,
+        IgnoredFlag(flags=("--replay-answer-model", "--replay-offline"), ignored_when=lambda args: args.verify != "replay",
+                    mode="without --verify replay", reason="nothing is replayed"),
+        IgnoredFlag(flags=("--replay-max-candidates",), ignored_when=lambda args: args.replay_search != "earliest",
+                    mode="without --replay-search earliest", reason="it bounds the search's repairs"),
+    )
 
 
 def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], Any] | None = None) -> int:
@@ -176,9 +234,7 @@ def main(argv: Sequence[str] | None = None, *, model_factory: Callable[[Any], An
     args = parser.parse_args(argv)
     if not args.output_path.endswith(".json"):
         parser.error(f"--output-path must end in .json, got {args.output_path!r}")
-    conflict = _strategy_conflict(args)
-    if conflict:
-        parser.error(conflict)
+    check_ignored_flags(parser, argv, args, _ignored_flags())
     if args.api_config_path is not None and not os.path.isfile(args.api_config_path):
         # checked for every strategy: evidence_flow needs no key, but a named file that is missing is a mistake
         what = "is a folder, not a JSON file" if os.path.isdir(args.api_config_path) else "no such file"
