@@ -79,24 +79,29 @@ _RETRIEVAL_FLAGS = ("--retrieval-type", "--starting-point-query-type", "--candid
                     *_EMBEDDING_FLAGS)
 
 
-def retrieval_ignored_flags(retrieves: Callable[[argparse.Namespace], bool], no_retrieval: str, *,
+def retrieval_ignored_flags(retrieves: Callable[[argparse.Namespace], bool] | None = None, no_retrieval: str = "", *,
                             warn_without_retrieval: bool = False) -> tuple[IgnoredFlag, ...]:
     """Rules for the flags of :func:`add_retrieval_arguments` (see :mod:`membase.utils.flag_rules`).
 
     Args:
-        retrieves: Whether the parsed arguments retrieve evidence at all.
+        retrieves: Whether the parsed arguments retrieve evidence at all (None: always).
         no_retrieval: The mode in which nothing is retrieved, as the message names it.
         warn_without_retrieval: Only warn about retrieval flags given where nothing is retrieved.
     """
-    return (
-        IgnoredFlag(flags=_RETRIEVAL_FLAGS, ignored_when=lambda args: not retrieves(args), mode=no_retrieval,
-                    reason="no evidence is retrieved", warn_only=warn_without_retrieval),
-        IgnoredFlag(flags=_EMBEDDING_FLAGS, ignored_when=lambda args: retrieves(args) and args.retrieval_type == "sparse",
+    def always(_args: argparse.Namespace) -> bool:
+        return True
+
+    does = retrieves or always
+    rules = (
+        IgnoredFlag(flags=_EMBEDDING_FLAGS, ignored_when=lambda args: does(args) and args.retrieval_type == "sparse",
                     mode="with --retrieval-type sparse", reason="BM25 embeds nothing"),
-        IgnoredFlag(flags=("--candidate-multiplier",),
-                    ignored_when=lambda args: retrieves(args) and args.retrieval_type != "hybrid",
+        IgnoredFlag(flags=("--candidate-multiplier",), ignored_when=lambda args: does(args) and args.retrieval_type != "hybrid",
                     mode=lambda args: f"with --retrieval-type {args.retrieval_type}", reason="it sizes hybrid's fusion"),
     )
+    if retrieves is None:
+        return rules
+    return (IgnoredFlag(flags=_RETRIEVAL_FLAGS, ignored_when=lambda args: not retrieves(args), mode=no_retrieval,
+                        reason="no evidence is retrieved", warn_only=warn_without_retrieval), *rules)
 
 
 FAN_OUT_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (

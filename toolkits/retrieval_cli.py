@@ -56,7 +56,12 @@ def _service_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    from membase.utils.flag_rules import check_ignored_flags
+    from toolkits._cli import retrieval_ignored_flags
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_ignored_flags(parser, argv, args, retrieval_ignored_flags())
 
     from toolkits._embeddings import make_embedder
     from toolkits.bench_utils import BenchmarkDataMissingError, load_memtracebench
