@@ -26,11 +26,12 @@ import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-__all__ = ["message_date", "relative_points", "resolves_relative_time", "text_dates", "text_months"]
+__all__ = ["DATE_SPANS", "message_date", "relative_points", "resolves_relative_time", "span_date", "text_dates",
+           "text_months"]
 
 _ORDINAL = r"(?:st|nd|rd|th)?"
 # spans that may be dates; dateparser decides whether the word is a month ("5 May" yes, "5 apples" no)
-_DATE_SPANS = (
+DATE_SPANS = (
     re.compile(r"\b\d{1,2}" + _ORDINAL + r"\s+(?:of\s+)?[a-z]{3,9}\.?(?:,?\s+\d{4})?\b", re.IGNORECASE),
     re.compile(r"\b[a-z]{3,9}\.?\s+\d{1,2}" + _ORDINAL + r"(?:,?\s+\d{4})?\b", re.IGNORECASE),
     re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
@@ -98,7 +99,8 @@ def message_date(raw: str) -> date | None:
 
 
 @lru_cache(maxsize=8192)
-def _span_date(span: str, year: int) -> date | None:
+def span_date(span: str, year: int) -> date | None:
+    """The day a date span names (None when dateparser reads no month and day there, or another day)."""
     # the year a date without one is in: the year it was said in
     found = _parse(span, {"REQUIRE_PARTS": ["day", "month"], "RELATIVE_BASE": datetime(year, 1, 1),
                           "PREFER_DATES_FROM": "current_period"})
@@ -113,9 +115,9 @@ def _span_date(span: str, year: int) -> date | None:
 def text_dates(text: str, said_on: date) -> list[date]:
     """The absolute dates ``text`` names (a date without a year is in ``said_on``'s year)."""
     found = []
-    for pattern in _DATE_SPANS:
+    for pattern in DATE_SPANS:
         for match in pattern.finditer(text):
-            day = _span_date(match.group(0), said_on.year)
+            day = span_date(match.group(0), said_on.year)
             if day is not None:
                 found.append(day)
     return found
@@ -154,8 +156,8 @@ def _relative_spans(span: str, said_on: date, settings: dict) -> list[str]:
 
     if not any(ch.isdigit() for ch in span):
         return [span]
-    for pattern in _DATE_SPANS:
-        span = pattern.sub(lambda m: " | " if _span_date(m.group(0), said_on.year) else m.group(0), span)
+    for pattern in DATE_SPANS:
+        span = pattern.sub(lambda m: " | " if span_date(m.group(0), said_on.year) else m.group(0), span)
     pieces, last = [], 0
     for match in _COUNTED_TIME.finditer(span):
         pieces += [*_NUMBER_WORD.split(span[last:match.start()]), match.group(0)]
@@ -180,7 +182,7 @@ def _within(day: date, point: date, grain: str) -> bool:
 
 def text_months(text: str) -> list[tuple[int, int]]:
     """The ``(year, month)`` of each month ``text`` names with its year and no day ("in June 2023")."""
-    days = [m.span() for pattern in _DATE_SPANS for m in pattern.finditer(text)]
+    days = [m.span() for pattern in DATE_SPANS for m in pattern.finditer(text)]
     found = []
     for match in _MONTH_SPAN.finditer(text):
         if any(start < match.end() and match.start() < end for start, end in days):
