@@ -113,6 +113,51 @@ def test_an_ordinal_is_its_number():
     assert not day.assess("Ines's nephew Leo turns five on June 19th").present
 
 
+def test_a_memory_that_resolved_the_time_states_a_computed_when_answer():
+    # No message states a computed golden answer ("the Thursday before 14 November 2024"): only a
+    # memory that resolved the message's "last Thursday" to its day can say it, so a day inside the
+    # golden answer's, beside a few of the fact's or the question's words, is the fact however the
+    # rest is reworded; another day is another number, another person another fact.
+    chat = _chat(("Tomas", "You look tired."),
+                 ("Ines", "I handed in my notice at the bookshop last Thursday, it felt strange."),
+                 ("Tomas", "Big step. My sister moved to Ghent last year."), day="2024-11-14")
+    judge = conversation_judge(chat, evidence=[1], question="When did Ines resign from the bookshop?",
+                               golden="The Thursday before 14 November 2024")
+    assert judge.assess("Ines quit her job at the bookshop on 7 November 2024").present
+    assert judge.assess("Ines resigned from the bookshop on Thursday, November 7th, 2024").present
+    assert not judge.assess("Ines quit her job at the bookshop on 8 November 2024").present
+    assert not judge.assess("Tomas quit his job at the bookshop on 7 November 2024").present
+    assert not judge.assess("Ines adopted a kitten on 7 November 2024").present
+    year = conversation_judge(chat, evidence=[2], question="When did Tomas's sister move to Ghent?", golden="2023")
+    assert year.assess("Tomas's sister relocated to Ghent in 2023").present
+    assert not year.assess("Tomas's sister relocated to Ghent in 2022").present
+    assert not year.assess("Tomas bought a van in 2023").present
+
+
+def test_a_reply_remembered_in_the_terms_of_the_question_it_answers():
+    # A reply often holds only the answer ("9 years already!") and small talk; the memory states
+    # the golden answer with the question's words, which the reply never says.
+    chat = _chat(("Tomas", "Happy anniversary! How long have you and Jonas been married?"),
+                 ("Ines", "9 years already! Time flies, thank you Tomas!"),
+                 ("Tomas", "I started a pottery course."))
+    judge = conversation_judge(chat, evidence=[0, 1], question="How long have Ines and Jonas been married?",
+                               golden="Ines and Jonas have been married for 9 years.")
+    assert judge.assess("Ines and Jonas have been married for nine years").present
+    assert not judge.assess("Ines and Jonas have been married for 4 years").present
+    assert not judge.assess("Tomas has been doing pottery for nine years").present
+
+
+def test_the_light_verbs_of_a_long_answer_may_be_reworded():
+    # A description of many words keeps its content words when a memory rewords it; "get" and
+    # "make" are the first to go ("get judges to rate it" becomes "hoping judges score it").
+    chat = _chat(("Tomas", "What now that the novel is done?"),
+                 ("Ines", "I'll enter it in writing contests and get judges to rate it."))
+    judge = conversation_judge(chat, evidence=[1], question="What are Ines's plans for her finished novel?",
+                               golden="enter it in contests and get judges to rate it")
+    assert judge.assess("Ines will enter the novel in contests, hoping judges score it").present
+    assert not judge.assess("Ines will show the novel to her family, hoping they like it").present
+
+
 def test_a_hedge_of_the_answer_is_not_the_answer():
     # "every", "around" qualify a golden answer: "on Friday nights" keeps "every Friday night",
     # "about 40 minutes" keeps "around 40 minutes"; the day and the number are still needed.

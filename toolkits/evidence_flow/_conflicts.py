@@ -81,9 +81,12 @@ class ConflictCase:
 
     @cached_property
     def fact_anchors(self) -> dict[str, frozenset[str]]:
-        """The fact's anchors, the golden answer's own added."""
+        """The fact's anchors, the golden answer's own added, and the words of the segment that
+        name the golden answer's day ("18 March" for "the Saturday before 20 March" is that day,
+        no other number)."""
         anchors = dict(self.fact.anchors)
-        for kind, values in anchors_of(self.probe.answer_tokens).items():
+        same_day = self.probe.golden_day_words(self.segment)
+        for kind, values in anchors_of(self.probe.answer_tokens | same_day).items():
             anchors[kind] = anchors.get(kind, frozenset()) | values
         return anchors
 

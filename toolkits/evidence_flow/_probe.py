@@ -46,6 +46,7 @@ from ._facts import (
     segments,
 )
 from ._text import LIGHT_VERBS, stem, token_recall, token_sequence
+from ._time_ranges import DayRange, named_ranges, named_spans
 from ._wordlists import words
 
 __all__ = ["Assessment", "FactProbe"]
@@ -64,6 +65,11 @@ _OWN_CONTEXT = 3
 _RIVAL_SUPPORT = 0.75
 _RIVAL_MARGIN = 0.2
 _RIVAL_SCORE = 0.5
+# Answers of more words than this are descriptions (see ``_conflicts.replaced_answer_word``).
+_SHORT_ANSWER = 4
+# A segment that names the day a computed "when" answer names needs this much of the fact's or
+# the question's own words to be about the fact.
+_DATED_LINK = 0.25
 
 
 @dataclass(kw_only=True)
@@ -99,9 +105,12 @@ class FactProbe:
     """Answer mode: no message but the evidence states the golden answer."""
     said_on: tuple[date, ...] = ()
     """The days the evidence messages were sent (what their relative times point from)."""
+    golden_days: tuple[DayRange, ...] = ()
+    """For a "when" question, the days the golden answer names ("the Friday before 23 January 2022")."""
     _cache: dict[str, Assessment] = field(default_factory=dict, repr=False)
     _rival_keys: list[tuple[frozenset[str], float]] | None = field(default=None, repr=False)
     _borderline: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _dated: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     name: str = "rules"
     """The judge's name, recorded in every result."""
 
@@ -149,6 +158,11 @@ class FactProbe:
         """
         names = names | frozenset(map(stem, names))  # compared with words and with tokens alike
         answer_tokens = answer_tokens - _HEDGES or answer_tokens
+        worded = answer_tokens
+        if len(answer_tokens) > _SHORT_ANSWER:
+            # a long answer is a description a memory rewords, and its light verbs ("get producers to
+            # read it") are the first words a rewording drops
+            answer_tokens = answer_tokens - _LIGHT_VERBS
         n = max(documents, 1)
         weights = {t: max(0.05, math.log((n + 1) / (df + 0.5))) for t, df in document_frequency.items()}
         default_weight = math.log((n + 1) / 0.5)
@@ -158,11 +172,14 @@ class FactProbe:
             need = _BASE_NEED if answer_spread <= 1 else min(0.5, 0.3 + 0.1 * (answer_spread - 2))
         else:
             need = evidence_threshold
+        kinds = asked_kinds(question)
+        year = said_on[0].year if said_on else date.today().year
+        golden_days = tuple(named_ranges(golden, year)) if kinds == _TIME_KINDS and golden else ()
         return cls(mode=mode, facts=list(facts), answer_tokens=answer_tokens, question_tokens=question_tokens,
                    names=names, evidence_tokens=evidence_tokens, weights=weights, default_weight=default_weight,
                    need=need, answer_threshold=answer_threshold, evidence_threshold=evidence_threshold,
-                   asked_kinds=asked_kinds(question),
-                   answer_sequence=tuple(t for t in token_sequence(golden) if t in answer_tokens),
+                   asked_kinds=kinds, golden_days=golden_days,
+                   answer_sequence=tuple(t for t in token_sequence(golden) if t in worded),
                    rivals=list(rivals) if mode == "answer" else [],
                    proper_names=proper_names | names, sole_statement=mode == "answer" and answer_spread <= 1,
                    said_on=tuple(said_on))
@@ -257,6 +274,18 @@ class FactProbe:
                 support = max(support, self.need)
         return support
 
+    def _evidence_support(self, fact: Statement, segment: Statement, support: float) -> float:
+        """Evidence mode: a segment that holds the evidence's share of the golden answer and states
+        the golden answer (or holds the question's words) is the fact: "married for five years" for
+        the reply "5 years already!" to "how long have you been married?", whose other words are
+        small talk."""
+        key = self.key_tokens(fact)
+        if not key & self.answer_tokens or token_recall(key, segment.tokens) < self.answer_threshold:
+            return support
+        if token_recall(self.answer_tokens, segment.tokens) >= self.answer_threshold:
+            return max(support, self.need)
+        return max(support, self.question_support(segment))
+
     def _says_nothing_else(self, fact: Statement, segment: Statement) -> bool:
         """The segment holds the answer and no content word beyond the fact's, the question's and the
         people's ("Ines is a vet" for "I've been a vet at the zoo for ten years"): a terse memory of
@@ -265,8 +294,30 @@ class FactProbe:
             return False
         return not segment.tokens - self.answer_tokens - fact.tokens - self.question_tokens - self.names
 
+    def names_golden_day(self, segment: Statement) -> bool:
+        """The segment names a day (or stretch) inside the one the golden answer of a "when" question
+        names: "on 21 January 2022" for "the Friday before 23 January 2022", "the week before 9
+        June 2023" for itself; a memory that resolved the message's "last Friday" states the answer."""
+        return bool(self.golden_day_words(segment))
+
+    def golden_day_words(self, segment: Statement) -> frozenset[str]:
+        """The tokens of the segment's words that name the golden answer's day (none when it names
+        no day inside it)."""
+        if not self.golden_days or not any(ch.isdigit() for ch in segment.text):
+            return frozenset()
+        found = self._dated.get(segment.text)
+        if found is None:
+            year = self.said_on[0].year if self.said_on else date.today().year
+            found = frozenset(token for (start, end), words in named_spans(segment.text, year)
+                              if any(low <= start and end <= high for low, high in self.golden_days)
+                              for token in token_sequence(words))
+            self._dated[segment.text] = found
+        return found
+
     def _states_answer(self, segment: Statement) -> bool:
         """The segment states the golden answer's own anchors (a resolved date, a computed count)."""
+        if self.names_golden_day(segment):
+            return True
         own = frozenset().union(*anchors_of(self.answer_tokens).values()) - self.evidence_tokens if self.answer_tokens \
             else frozenset()
         return bool(own) and token_recall(own, segment.tokens) >= 0.5
@@ -279,10 +330,13 @@ class FactProbe:
     def _judge(self, fact: Statement, segment: Statement) -> tuple[float, str, bool]:
         """``(score, why, borderline)`` of one segment against one fact."""
         own = self.support(fact, segment)
-        support = self._answer_support(fact, segment, own) if self.mode == "answer" else own
+        support = self._answer_support(fact, segment, own) if self.mode == "answer" else \
+            self._evidence_support(fact, segment, own)
         support_score = min(support / self.need if self.need > 0 else _MAX_SCORE, _MAX_SCORE)
         if self.mode == "answer":
             recall = token_recall(self.answer_tokens, segment.tokens) if self.answer_tokens else 1.0
+            if recall < self.answer_threshold and self.names_golden_day(segment):
+                recall = 1.0
             answer_score = recall / self.answer_threshold
             score = min(answer_score, support_score, _MAX_SCORE)
             why = ("answer+support" if score >= 1.0 else
@@ -297,6 +351,11 @@ class FactProbe:
             borderline = answer_score >= 1.0 and _BORDERLINE <= support_score < 1.0
         else:
             score = support_score
+            if score < 1.0 and self.names_golden_day(segment) \
+                    and max(own, self.question_support(segment)) >= _DATED_LINK:
+                # the answer was computed from the evidence's time, so only a memory that resolved
+                # that time says it: with a few of the fact's words it is the fact, reworded or not
+                score = 1.0
             why = "evidence content" if score >= 1.0 else "evidence content missing"
             key = self.key_tokens(fact)
             if key and score >= 1.0 and not self._states_answer(segment):
