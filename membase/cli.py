@@ -21,6 +21,7 @@ from typing import Any
 
 from membase.exceptions import ConfigError, MemBaseError
 from membase.utils.argtypes import non_negative_int, positive_float, positive_int
+from membase.utils.flag_rules import IgnoredFlag, check_ignored_flags
 
 __all__ = ["cli", "main"]
 
@@ -429,6 +430,25 @@ def _check_slice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(f"--sample-size must be >= 1, got {args.sample_size}")
 
 
+def _judged(args: argparse.Namespace) -> bool:
+    return not args.metrics or "llm_judge" in args.metrics.split(",")
+
+
+_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (
+    IgnoredFlag(flags=("--seed",), ignored_when=lambda args: args.command != "replay" and args.sample_size is None,
+                mode="without --sample-size", reason="the whole slice runs, nothing is drawn"),
+    IgnoredFlag(flags=("--ray-address",), ignored_when=lambda args: args.command != "replay" and args.executor != "ray",
+                mode="without --executor ray", reason="the trajectories run on this machine"),
+    IgnoredFlag(flags=("--top-k", "--skip-question-types"),
+                ignored_when=lambda args: args.command == "evaluate" and args.search_results is not None,
+                mode="with --search-results", reason="the given results are evaluated as they are"),
+    # a warning: test and benchmark commands keep --judge-model beside --metrics f1 (tests/test_bad_input.py)
+    IgnoredFlag(flags=("--judge-model",), ignored_when=lambda args: args.command in ("evaluate", "run") and not _judged(args),
+                mode=lambda args: f"with --metrics {args.metrics}", reason="no llm_judge score is asked for",
+                warn_only=True),
+)
+"""Flags that do nothing in the chosen mode (:mod:`membase.utils.flag_rules`)."""
+
 _COMMANDS = {"construct": _construct, "search": _search, "evaluate": _evaluate, "run": _run, "replay": _replay}
 
 
@@ -437,6 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_slice(parser, args)
+    check_ignored_flags(parser, argv, args, _IGNORED_FLAGS)
     if getattr(args, "no_call_cache", False) and getattr(args, "cache_dir", None):
         parser.error("--no-call-cache and --cache-dir contradict each other: give one of them")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

@@ -36,7 +36,7 @@ def _argv(tmp_path, locomo_file, optimizer: str, targets: str = "all") -> list[s
     config.write_text(json.dumps(FAKE_RAG), encoding="utf-8")
     return ["--config-path", str(config), "--dataset-path", str(locomo_file), "--optimization-dir",
             str(tmp_path / optimizer), "--sample-size", "2", "--seed", "1", "--attribution-strategy", "evidence_flow",
-            "--targets", targets, "--optimizer", optimizer, "--gepa-max-metric-calls", "6",
+            "--targets", targets, "--optimizer", optimizer, *(["--gepa-max-metric-calls", "6"] if optimizer == "gepa" else []),
             "--optimizer-model", "reflector", "--qa-model", "qa", "--judge-model", "judge",
             "--max-sessions", "1", "--max-questions", "2", "--eval-trajectories", "none", "--no-progress"]
 

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from membase.utils.flag_rules import IgnoredFlag, check_ignored_flags
+
 __all__ = ["build_parser", "cli", "main"]
 
 
@@ -170,6 +172,53 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_PARAMETER_LOOP_FLAGS = ("--context-budget", "--rounds", "--trials-per-round", "--search", "--train-trajectories",
+                         "--upstream-hops", "--max-attributed-cases", "--search-cache-dir")
+# the prompt loop's flags that the parameter loop never reads (--targets, --optimizer, --validation-gate and
+# --initial-prompts are refused by toolkits.optimization.param_cli with their own message)
+_PROMPT_LOOP_FLAGS = ("--qa-model", "--judge-model", "--attribution-model", "--disable-memtrace", "--optimizer-model",
+                      "--qa-batch-size", "--judge-batch-size", "--attribution-batch-size", "--optimization-batch-size",
+                      "--num-gradient-histories", "--batch-size-for-summarization", "--max-trace-nodes", "--max-iters",
+                      "--context-window", "--api-config-path", "--attribution-strategy", "--parameter-trials",
+                      "--validation-trajectories", "--min-improvement", "--gepa-max-metric-calls", "--metrics",
+                      "--temperature", "--stream", "--optimizer-max-retries", "--retry-backoff", "--contract-retries",
+                      "--call-timeout", "--optimizer-max-iters", "--max-tokens", "--llama-cpp-compat", "--model-timeout",
+                      "--model-max-retries", "--qa-max-tokens", "--judge-max-tokens", "--cache-dir", "--workers")
+_AGENT_FLAGS = ("--attribution-model", "--max-trace-nodes", "--max-iters", "--context-window")
+
+
+def _judge(args: argparse.Namespace) -> bool:
+    return args.objective == "judge"
+
+
+_IGNORED_FLAGS: tuple[IgnoredFlag, ...] = (
+    IgnoredFlag(flags=_PARAMETER_LOOP_FLAGS, ignored_when=_judge, mode="with --objective judge (the default)",
+                reason="the parameter loop (--objective context_recall) reads them"),
+    IgnoredFlag(flags=_PROMPT_LOOP_FLAGS, ignored_when=lambda args: not _judge(args), mode="with --objective context_recall",
+                reason="the parameter loop calls no model and scores context recall"),
+    IgnoredFlag(flags=("--sample-size",), ignored_when=lambda args: not _judge(args) and args.train_trajectories is not None,
+                mode="with --train-trajectories", reason="the training conversations are named, none is drawn"),
+    # a warning: the ablation is the same command plus --disable-memtrace (tests/optimization/test_unset_answer_budget.py)
+    IgnoredFlag(flags=(*_AGENT_FLAGS, "--attribution-strategy", "--attribution-batch-size"),
+                ignored_when=lambda args: _judge(args) and args.disable_memtrace, mode="with --disable-memtrace",
+                reason="nothing is attributed", warn_only=True),
+    # --max-trace-nodes still sizes evidence_flow's retrieved starting evidence (half of it)
+    IgnoredFlag(flags=("--attribution-model", "--max-iters", "--context-window"),
+                ignored_when=lambda args: _judge(args) and args.attribution_strategy == "evidence_flow",
+                mode="with --attribution-strategy evidence_flow", reason="no attribution agent runs"),
+    IgnoredFlag(flags=("--validation-trajectories", "--min-improvement"),
+                ignored_when=lambda args: _judge(args) and not args.validation_gate, mode="without --validation-gate",
+                reason="no update is gated"),
+    IgnoredFlag(flags=("--gepa-max-metric-calls",), ignored_when=lambda args: _judge(args) and args.optimizer != "gepa",
+                mode=lambda args: f"with --optimizer {args.optimizer}", reason="it is GEPA's budget"),
+    IgnoredFlag(flags=("--seeds",), ignored_when=lambda args: args.estimate_cost, mode="with --estimate-cost",
+                reason="the estimate is of one run; multiply it by the number of seeds"),
+    IgnoredFlag(flags=("--seed",), ignored_when=lambda args: args.seeds is not None and not args.estimate_cost,
+                mode="with --seeds", reason="each run takes its seed from the list"),
+)
+"""Flags that do nothing in the chosen mode (:mod:`membase.utils.flag_rules`)."""
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -190,6 +239,7 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    check_ignored_flags(parser, argv, args, _IGNORED_FLAGS)
 
     def run_one(one: argparse.Namespace, **factories: Any) -> int:
         if one.objective == "context_recall":
