@@ -165,6 +165,9 @@ WARNED = {
     "attribution-retrieval-without-retrieval": (
         lambda t: _attribute(t, "--starting-nodes-type", "source_evidence", "--retrieval-type", "sparse"),
         "--retrieval-type has no effect without retrieved starting nodes"),
+    "attribution-strategy-with-from": (
+        lambda t: _attribute(t, "--exploration-strategy", "graph_search", "--verify", "replay", "--from", "old.json"),
+        "--exploration-strategy has no effect with --from: the given output's records are verified as they are"),
     "optimization-agent-flags-with-disable-memtrace": (
         lambda t: _optimize(t, "--disable-memtrace", "--attribution-strategy", "evidence_flow"),
         "--attribution-strategy has no effect with --disable-memtrace"),

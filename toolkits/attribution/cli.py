@@ -214,6 +214,12 @@ def _ignored_flags() -> tuple[IgnoredFlag, ...]:
                     mode="without --verify replay", reason="nothing is replayed"),
         IgnoredFlag(flags=("--replay-max-candidates",), ignored_when=lambda args: args.replay_search != "earliest",
                     mode="without --replay-search earliest", reason="it bounds the search's repairs"),
+        # a warning: the replay tests and docs/replay.md keep the strategy flag beside --from
+        IgnoredFlag(flags=("--exploration-strategy", "--model-name", "--sample-size", "--provide-starting-nodes",
+                           "--starting-nodes-type", "--evidence-flow-judge", "--use-system-prior", "--custom-prior"),
+                    ignored_when=lambda args: args.from_output is not None, mode="with --from",
+                    reason="the given output's records are verified as they are; nothing is attributed again",
+                    warn_only=True),
     )
 
 
