@@ -134,6 +134,21 @@ def test_a_memory_that_resolved_the_time_states_a_computed_when_answer():
     assert not year.assess("Tomas bought a van in 2023").present
 
 
+def test_a_merged_or_turned_round_memory_keeps_the_facts_subject():
+    # A memory that merges two clauses of one message ("… and Ines still thinks of him") is compared
+    # clause for clause: its other clause's subject is no swapped person. One that tells the event
+    # from the speaker's side ("Ines lost her grandfather" for "my grandfather passed away") keeps
+    # the relative the fact is about.
+    chat = _chat(("Tomas", "You seem quiet today."),
+                 ("Ines", "My grandfather passed away last year, I still think of him every day."),
+                 ("Tomas", "I'm sorry. I started a pottery course."), day="2024-02-12")
+    judge = conversation_judge(chat, evidence=[1], question="When did Ines's grandfather die?", golden="2023")
+    assert judge.assess("Ines's grandfather died in 2023 and Ines still thinks of him every day").present
+    assert judge.assess("Ines lost her grandfather in 2023; she thinks of him daily").present
+    assert not judge.assess("Tomas lost his grandfather in 2023").present
+    assert not judge.assess("Ines's grandmother died in 2023").present
+
+
 def test_a_reply_remembered_in_the_terms_of_the_question_it_answers():
     # A reply often holds only the answer ("9 years already!") and small talk; the memory states
     # the golden answer with the question's words, which the reply never says.

@@ -44,7 +44,7 @@ from ._binding import rebinds_answer
 from ._dates import resolves_relative_time
 from ._facts import SAME_RELATION, Statement, agent_of, anchors_of, focus_clause, is_negated_about, subject_of
 from ._meaning import opposite_word, swapped_pair
-from ._text import token_sequence
+from ._text import content_tokens, token_sequence
 
 __all__ = ["CONFLICT_CHECKS", "ConflictCase", "first_conflict"]
 
@@ -137,15 +137,29 @@ def other_subject(c: ConflictCase) -> str | None:
     fact_subject = subject_of(fact_clause, c.fact_ref.speaker, proper)
     if fact_subject is None:
         return None
-    seg_subject = subject_of(focus_clause(c.seg_ref.text, c.focus), c.seg_ref.speaker, proper)
+    # the segment's clause that matches the fact's: a merged memory's other clause ("… and Ines still
+    # misses her") shares the fact's other words and is another clause of the same fact
+    seg_clause = focus_clause(c.seg_ref.text, content_tokens(fact_clause) & c.focus or c.focus)
+    seg_subject = subject_of(seg_clause, c.seg_ref.speaker, proper)
     pair = {fact_subject, seg_subject}
     # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started a
     # portrait of Anya" only turns the sentence round); two speakers are for other_agent
     mentioned = {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", fact_clause))}
     if (seg_subject is not None and len(pair) == 2 and not pair <= c.probe.names
-            and seg_subject.removeprefix("of:") not in mentioned):
+            and seg_subject.removeprefix("of:") not in mentioned and not _turned_round(c, fact_subject, seg_clause)):
         return "person"
     return None
+
+
+def _turned_round(c: ConflictCase, fact_subject: str, seg_clause: str) -> bool:
+    """The speaker's relative, the fact's subject ("my grandfather passed away"), is still in the
+    segment's clause, whose subject is the speaker ("Ines lost her grandfather"): the same event
+    told from the speaker's side."""
+    speaker = (c.fact_ref.speaker or "").lower()
+    if not speaker or not fact_subject.startswith("of:"):
+        return False
+    words = {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", seg_clause))}
+    return speaker in words and fact_subject.removeprefix("of:") in words
 
 
 def number_moved(c: ConflictCase) -> str | None:
