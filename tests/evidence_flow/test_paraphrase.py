@@ -149,6 +149,19 @@ def test_a_merged_or_turned_round_memory_keeps_the_facts_subject():
     assert not judge.assess("Ines's grandmother died in 2023").present
 
 
+def test_a_negation_said_with_an_opposite_is_the_same_polarity():
+    # "not the best habit" and "a bad habit" say one thing: a memory that drops the negation and
+    # takes the opposite word (read through its inflection: "best" is "good") keeps the fact, while
+    # dropping the negation alone, or keeping it around the opposite, turns the meaning round.
+    chat = _chat(("Tomas", "Any new year resolutions?"),
+                 ("Ines", "Nope. Still eating crisps every night, although I know it's not the best habit."))
+    judge = conversation_judge(chat, evidence=[1], question="What habit is Ines trying to change about her diet?",
+                               golden="consuming crisps at night")
+    assert judge.assess("Ines still eats crisps every night although she knows it is a bad habit").present
+    assert not judge.assess("Ines still eats crisps every night although she knows it is a good habit").present
+    assert not judge.assess("Ines eats crisps every night and knows it is not a bad habit").present
+
+
 def test_a_reply_remembered_in_the_terms_of_the_question_it_answers():
     # A reply often holds only the answer ("9 years already!") and small talk; the memory states
     # the golden answer with the question's words, which the reply never says.

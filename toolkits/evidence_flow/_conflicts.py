@@ -43,7 +43,7 @@ from lemminflect import getAllLemmas
 from ._binding import rebinds_answer
 from ._dates import resolves_relative_time
 from ._facts import SAME_RELATION, Statement, agent_of, anchors_of, focus_clause, is_negated_about, subject_of
-from ._meaning import opposite_word, swapped_pair
+from ._meaning import opposite_said_instead, opposite_word, swapped_pair
 from ._text import content_tokens, token_sequence
 
 __all__ = ["CONFLICT_CHECKS", "ConflictCase", "first_conflict"]
@@ -173,7 +173,8 @@ def polarity(c: ConflictCase) -> str | None:
     """The clause that speaks of the answer (or of the fact's own words) changed polarity."""
     if not (c.seg_ref.negated or c.fact_ref.negated):
         return None
-    if is_negated_about(c.seg_ref.text, c.focus) != is_negated_about(c.fact_ref.text, c.focus):
+    if is_negated_about(c.seg_ref.text, c.focus) != is_negated_about(c.fact_ref.text, c.focus) \
+            and not opposite_said_instead(c.fact_ref.text, c.seg_ref.text):
         return "negation"
     return None
 

@@ -29,11 +29,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from lemminflect import getAllLemmas
+
 from ._binding import BARRIER_WORDS, chunks
 from ._text import content_tokens, stem
 from ._wordlists import word_lines
 
-__all__ = ["opposite_word", "swapped_pair"]
+__all__ = ["opposite_said_instead", "opposite_word", "swapped_pair"]
 
 _PREFIXES = ("dis", "un")
 _COORDINATORS = BARRIER_WORDS | {"so"}
@@ -64,6 +66,25 @@ def _are_opposites(a: str, b: str) -> bool:
     return any(a == p + b or b == p + a for p in _PREFIXES)
 
 
+def opposite_said_instead(fact: str, text: str) -> bool:
+    """One side says with an opposite word what the other says with a negation ("not the best habit",
+    "a bad habit"): a word of one, read as itself or as the adjective it inflects ("best" is "good"),
+    is an opposite of a word only the other has."""
+    f = {form for raw in re.findall(r"[^\W\d_]+", fact.lower()) for form in _forms(raw)}
+    t = {form for raw in re.findall(r"[^\W\d_]+", text.lower()) for form in _forms(raw)}
+    return any(_are_opposites(a, b) for a in sorted(f - t) for b in sorted(t - f))
+
+
+@lru_cache(maxsize=4096)
+def _forms(word: str) -> frozenset[str]:
+    """The word's stem and the stems of the adjectives it inflects ("best" is also "good")."""
+    return frozenset({stem(word), *(stem(lemma) for lemma in getAllLemmas(word).get("ADJ", ()))})
+
+
+def _opposite_forms(a: str, b: str) -> bool:
+    return any(_are_opposites(x, y) for x in sorted(_forms(a)) for y in sorted(_forms(b)))
+
+
 def opposite_word(fact: str, text: str, focus: frozenset[str]) -> tuple[str, str] | None:
     """The ``(fact word, text word)`` pair when a clause of ``text`` puts an opposite in the place of
     a word of the fact's clause about ``focus`` (the answer and question tokens); else None."""
@@ -78,7 +99,7 @@ def opposite_word(fact: str, text: str, focus: frozenset[str]) -> tuple[str, str
                                                                                         fact_chunks):
                 continue
             lost, new = fact_chunk - text_chunk, text_chunk - fact_chunk
-            pairs = [(a, b) for a in sorted(lost) for b in sorted(new) if _are_opposites(a, b)]
+            pairs = [(a, b) for a in sorted(lost) for b in sorted(new) if _opposite_forms(a, b)]
             if not pairs:
                 continue
             a, b = pairs[0]
