@@ -37,8 +37,11 @@ def _days(first: tuple[int, int, int], last: tuple[int, int, int] | None = None)
     ("over 8-10 June 2024", [_days((2024, 6, 8), (2024, 6, 10))]),
     ("in June 2024", [_days((2024, 6, 1), (2024, 6, 30))]),
     ("in 2021", [_days((2021, 1, 1), (2021, 12, 31))]),
-    # counts and clock times name no day
+    # counts and clock times name no day, nor does a count of none or of thousands (no crash either)
     ("she ran 12 km in 58 minutes at 7:30", []),
+    ("0 days before 1 May 2024", [_days((2024, 5, 1))]),
+    ("99999 years before 1 May 2024", [_days((2024, 5, 1))]),
+    ("999999 days after 1 May 2024", [_days((2024, 5, 1))]),
 ])
 def test_the_days_an_expression_names(text, expected):
     assert named_ranges(text, 2024) == expected

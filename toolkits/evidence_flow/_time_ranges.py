@@ -38,6 +38,7 @@ _RELATION = re.compile(
 # "20-21 May 2023", "3–5 June": days of one month
 _DAY_RANGE = re.compile(r"\b(?P<first>\d{1,2})\s*[-–]\s*(?P<last>\d{1,2})\s+(?P<rest>[a-z]{3,9}\.?(?:,?\s+\d{4})?)\b",
                         re.IGNORECASE)
+_MAX_COUNT = 366
 _YEAR = re.compile(r"(?<![\d/-])(?:19|20)\d{2}(?![\d/-])")
 
 
@@ -117,6 +118,8 @@ def _relative_range(match: re.Match[str], day: date) -> DayRange | None:
     relation = match.group("relation").lower()
     count = (match.group("count") or "").lower()
     low, high = _VAGUE_COUNTS.get(count, (_COUNTS.get(count, int(count) if count.isdigit() else 1),) * 2)
+    if not 1 <= low <= high <= _MAX_COUNT:
+        return None  # "0 days before", "99999 years before": no day a memory would name
     if relation == "of":
         return _containing(unit, day) if low == high == 1 else None
     sign = -1 if relation in ("before", "prior to") else 1
