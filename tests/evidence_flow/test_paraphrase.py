@@ -162,6 +162,19 @@ def test_a_negation_said_with_an_opposite_is_the_same_polarity():
     assert not judge.assess("Ines eats crisps every night and knows it is not a bad habit").present
 
 
+def test_a_memory_of_the_context_alone_has_lost_the_evidences_share_of_the_answer():
+    # No message states "rescued greyhounds", but the evidence says "greyhounds": a memory that keeps
+    # the message's other sentence ("won over by its patient volunteers") and swaps that word has
+    # lost the evidence's part of the answer, though it matches a sentence that carries none.
+    chat = _chat(("Tomas", "Which shelter did you pick?"),
+                 ("Ines", "I went with the shelter that rehomes greyhounds. Their patient volunteers really won me over."),
+                 ("Tomas", "Nice, I adopted a cat last spring."))
+    judge = conversation_judge(chat, evidence=[1], golden="rescued greyhounds",
+                               question="What animals does the shelter with patient volunteers that Ines chose rehome?")
+    assert judge.assess("Ines picked a shelter that rehomes greyhounds, won over by its patient volunteers").present
+    assert not judge.assess("Ines picked a shelter that rehomes parrots, won over by its patient volunteers").present
+
+
 def test_a_reply_remembered_in_the_terms_of_the_question_it_answers():
     # A reply often holds only the answer ("9 years already!") and small talk; the memory states
     # the golden answer with the question's words, which the reply never says.

@@ -274,6 +274,15 @@ class FactProbe:
                 support = max(support, self.need)
         return support
 
+    def _answer_keys(self, fact: Statement) -> list[frozenset[str]]:
+        """The answer words a segment matched to ``fact`` must hold: the fact's own, or, for a fact that
+        carries none (a sentence of context beside the one that says "LGBTQ+ folks"), those of one of
+        the facts that do: a memory of the context alone has lost the evidence's share of the answer."""
+        own = self.key_tokens(fact)
+        if own:
+            return [own]
+        return [key for key in (self.key_tokens(other) for other in self.facts if other is not fact) if key]
+
     def _evidence_support(self, fact: Statement, segment: Statement, support: float) -> float:
         """Evidence mode: a segment that holds the evidence's share of the golden answer and states
         the golden answer (or holds the question's words) is the fact: "married for five years" for
@@ -357,10 +366,10 @@ class FactProbe:
                 # that time says it: with a few of the fact's words it is the fact, reworded or not
                 score = 1.0
             why = "evidence content" if score >= 1.0 else "evidence content missing"
-            key = self.key_tokens(fact)
-            if key and score >= 1.0 and not self._states_answer(segment):
+            keys = self._answer_keys(fact)
+            if keys and score >= 1.0 and not self._states_answer(segment):
                 # the words that carry the answer (its share of the evidence, the date of a "when")
-                key_score = token_recall(key, segment.tokens) / self.answer_threshold
+                key_score = max(token_recall(key, segment.tokens) for key in keys) / self.answer_threshold
                 if key_score < 1.0:
                     score, why = key_score, "the evidence's answer words missing"
             borderline = _BORDERLINE <= score < 1.0
