@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+from types import SimpleNamespace
 
 __all__ = ["DATE_SPANS", "message_date", "relative_points", "resolves_relative_time", "span_date", "text_dates",
            "text_months"]
@@ -61,10 +63,28 @@ _NUMBER_WORD = re.compile(r"\S*\d\S*|\|")
 _PIECE_END = re.compile(r"[,;:!?.](?=\s|$)")
 
 
-def _parse(text: str, settings: dict) -> date | None:
-    import dateparser
+_IMPORT_LOCK = threading.Lock()
 
-    found = dateparser.parse(text, languages=["en"], settings=settings)
+
+@lru_cache(maxsize=1)
+def _dateparser() -> SimpleNamespace:
+    """dateparser's entry points, imported once under a lock: the attributor judges cases in threads,
+    and two threads importing dateparser's modules at the same time deadlock on its import locks
+    (``_DeadlockError`` on ``dateparser.custom_language_detection.language_mapping``)."""
+    with _IMPORT_LOCK:
+        import dateparser
+        from dateparser.date import DateDataParser
+        from dateparser.search import search_dates
+
+        # the English data and the search modules load on first use: load them here, still locked
+        dateparser.parse("1 May 2023", languages=["en"])
+        search_dates("on 1 May 2023 and last week", languages=["en"])
+        DateDataParser(languages=["en"]).get_date_data("yesterday")
+        return SimpleNamespace(parse=dateparser.parse, search_dates=search_dates, DateDataParser=DateDataParser)
+
+
+def _parse(text: str, settings: dict) -> date | None:
+    found = _dateparser().parse(text, languages=["en"], settings=settings)
     return found.date() if found else None
 
 
@@ -130,8 +150,7 @@ def relative_points(fact: str, said_on: date) -> tuple[tuple[date, str], ...]:
     words only are not relative times; a number ``search_dates`` joined to a relative time
     ("yesterday, 6 students", "last Friday at 5 pm") is cut off and the rest is read alone, while a
     count of days, weeks, months or years before "ago" or after "in" is part of one."""
-    from dateparser.search import search_dates
-
+    search_dates = _dateparser().search_dates
     points: set[tuple[date, str]] = set()
     base = datetime(said_on.year, said_on.month, said_on.day)
     for prefer in ("past", "future"):
@@ -152,8 +171,7 @@ def _relative_spans(span: str, said_on: date, settings: dict) -> list[str]:
     """The relative times in a span found by ``search_dates``: the span itself when it holds no digit;
     else what ``search_dates`` finds again in its pieces once its absolute dates and its other words
     with a digit (a count, a clock time joined to a neighbour) are cut out."""
-    from dateparser.search import search_dates
-
+    search_dates = _dateparser().search_dates
     if not any(ch.isdigit() for ch in span):
         return [span]
     for pattern in DATE_SPANS:
@@ -168,9 +186,7 @@ def _relative_spans(span: str, said_on: date, settings: dict) -> list[str]:
 
 
 def _grained(span: str, settings: dict) -> list[tuple[date, str]]:
-    from dateparser.date import DateDataParser
-
-    data = DateDataParser(languages=["en"], settings=settings).get_date_data(span)
+    data = _dateparser().DateDataParser(languages=["en"], settings=settings).get_date_data(span)
     return [(data.date_obj.date(), data.period)] if data.date_obj is not None else []
 
 
