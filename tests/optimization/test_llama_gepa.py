@@ -47,6 +47,8 @@ def test_one_gepa_iteration_against_llama_cpp_completes(llama_server, tmp_path, 
         "--max-sessions", "1", "--max-questions", "1", "--eval-trajectories", "none",
         "--call-timeout", "300", "--model-timeout", "300", "--model-max-retries", "0",
         "--qa-max-tokens", "24", "--judge-max-tokens", "24", "--top-k", "3", "--no-progress",
+        # the reflection call is otherwise bounded only by the context: one sampled run spent 13 minutes there
+        "--max-tokens", "512",
     ]
     with allow_model_requests():
         assert optimization_command.main(argv) == 0
