@@ -144,11 +144,16 @@ def other_subject(c: ConflictCase) -> str | None:
     pair = {fact_subject, seg_subject}
     # someone the fact's clause does not even mention ("Anya will get a portrait" for "I started a
     # portrait of Anya" only turns the sentence round); two speakers are for other_agent
-    mentioned = {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", fact_clause))}
+    mentioned = _relation_words(fact_clause)
     if (seg_subject is not None and len(pair) == 2 and not pair <= c.probe.names
             and seg_subject.removeprefix("of:") not in mentioned and not _turned_round(c, fact_subject, seg_clause)):
         return "person"
     return None
+
+
+def _relation_words(clause: str) -> set[str]:
+    """The clause's words, lower case, each relation word read as its relation ("mum" is "mother")."""
+    return {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", clause))}
 
 
 def _turned_round(c: ConflictCase, fact_subject: str, seg_clause: str) -> bool:
@@ -158,7 +163,7 @@ def _turned_round(c: ConflictCase, fact_subject: str, seg_clause: str) -> bool:
     speaker = (c.fact_ref.speaker or "").lower()
     if not speaker or not fact_subject.startswith("of:"):
         return False
-    words = {SAME_RELATION.get(w, w) for w in (w.lower() for w in re.findall(r"[\w']+", seg_clause))}
+    words = _relation_words(seg_clause)
     return speaker in words and fact_subject.removeprefix("of:") in words
 
 
